@@ -1,0 +1,66 @@
+"""Frozen dataclasses shared by the rooms (transport, collect, judge, compare, render)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+HOST_STATUSES = ("ok", "unreachable", "auth_failed", "host_key_rejected", "timeout", "error")
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+
+
+def severity_rank(severity: str) -> int:
+    """Higher is worse: critical=4 … info=0."""
+    return len(SEVERITIES) - 1 - SEVERITIES.index(severity)
+
+
+@dataclass(frozen=True)
+class SSHOptions:
+    """How to reach a host over SSH. Any field left None falls back to ssh_config / defaults."""
+
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    ssh_config: str | None = None
+    proxy_jump: str | None = None
+    trust_on_first_use: bool = False
+    connect_timeout: float = 10.0
+    sudo: bool | None = None  # None: use `sudo -n` automatically when the user is not root
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """One host to audit: a display name, a target URL and labels (az, ami_id, …)."""
+
+    name: str
+    target: str
+    labels: dict[str, str] = field(default_factory=dict)
+    ssh: SSHOptions = field(default_factory=SSHOptions)
+    options: dict[str, Any] = field(default_factory=dict)  # transport-specific extras (region, …)
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a transport returns for one script run."""
+
+    stdout: str
+    stderr: str
+    exit_status: int
+    duration_s: float = 0.0
+    truncated: bool = False
+
+
+@dataclass
+class HostResult:
+    """A host's outcome in a scan: its status and, when reached, its snapshot (a dict)."""
+
+    spec: HostSpec
+    status: str = "ok"
+    error: str | None = None
+    snapshot: dict[str, Any] | None = None
+    duration_s: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.spec.name

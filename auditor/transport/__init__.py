@@ -1,0 +1,59 @@
+"""Transports by URL scheme: local, ssh://, ssm://, image://. A typed registry, no magic."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from ..errors import InputError
+from ..models import HostSpec
+from .base import Transport
+
+
+def _local(spec: HostSpec) -> Transport:
+    from .local import LocalTransport
+
+    return LocalTransport(spec)
+
+
+def _ssh(spec: HostSpec) -> Transport:
+    from .ssh import SSHTransport
+
+    return SSHTransport(spec)
+
+
+def _ssm(spec: HostSpec) -> Transport:
+    from .ssm import SSMTransport
+
+    return SSMTransport(spec)
+
+
+def _image(spec: HostSpec) -> Transport:
+    from .image import ImageTransport
+
+    return ImageTransport(spec)
+
+
+TRANSPORTS: dict[str, Callable[[HostSpec], Transport]] = {
+    "local": _local,
+    "ssh": _ssh,
+    "ssm": _ssm,
+    "image": _image,
+}
+
+
+def scheme_of(target: str) -> str:
+    """`local` → local; `ssh://h` → ssh; anything else must name a known scheme."""
+    if target == "local":
+        return "local"
+    scheme = urlsplit(target).scheme
+    if scheme not in TRANSPORTS:
+        raise InputError(
+            f"unknown target {target!r}: use local, ssh://[user@]host[:port], ssm://i-…, image:///path"
+        )
+    return scheme
+
+
+def open_transport(spec: HostSpec) -> Transport:
+    """Make the transport that reaches `spec.target`."""
+    return TRANSPORTS[scheme_of(spec.target)](spec)
