@@ -1,0 +1,76 @@
+"""Wires the rooms: targets → transport → collect → snapshot, with bounded concurrency."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
+
+from .collect.probe import DEFAULT_BINARIES, probe_script, validate_binaries
+from .collect.snapshot import build_snapshot
+from .errors import TransportError
+from .models import HostResult, HostSpec
+from .transport import open_transport
+from .transport.base import DEFAULT_DEADLINE_S
+
+ProgressFn = Callable[[HostResult, int, int], None]
+
+
+def collect_host(
+    spec: HostSpec,
+    binaries: Iterable[str] = DEFAULT_BINARIES,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+) -> HostResult:
+    """Run the probe once on one host; every failure becomes the host's status, never an exception."""
+    started = time.monotonic()
+    args = validate_binaries(list(binaries))
+    try:
+        transport = open_transport(spec)
+        try:
+            result = transport.run(probe_script(), args, deadline_s=deadline_s)
+        finally:
+            transport.close()
+        snapshot = build_snapshot(spec, result)
+        return HostResult(spec, "ok", None, snapshot, time.monotonic() - started)
+    except TransportError as exc:
+        return HostResult(spec, exc.status, str(exc) or type(exc).__name__, None, time.monotonic() - started)
+    except Exception as exc:  # noqa: BLE001 - one host's surprise must not sink the fleet scan
+        return HostResult(spec, "error", f"{type(exc).__name__}: {exc}", None, time.monotonic() - started)
+
+
+def collect_hosts(
+    specs: list[HostSpec],
+    parallel: int = 8,
+    binaries: Iterable[str] = DEFAULT_BINARIES,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    progress: ProgressFn | None = None,
+) -> list[HostResult]:
+    """Collect many hosts with at most `parallel` at once; results keep the input order."""
+    binaries = validate_binaries(list(binaries))
+    results: list[HostResult | None] = [None] * len(specs)
+    done = 0
+
+    def one(index: int) -> tuple[int, HostResult]:
+        return index, collect_host(specs[index], binaries, deadline_s)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(specs) or 1))) as pool:
+        for future in as_completed([pool.submit(one, i) for i in range(len(specs))]):
+            index, result = future.result()
+            results[index] = result
+            done += 1
+            if progress:
+                progress(result, done, len(specs))
+    return [r for r in results if r is not None]
+
+
+def host_summary(result: HostResult) -> dict[str, Any]:
+    """A short, stable one-line view of a host outcome."""
+    snap = result.snapshot or {}
+    return {
+        "name": result.name,
+        "status": result.status,
+        "error": result.error,
+        "errors": sorted((snap.get("errors") or {}).keys()),
+        "duration_s": round(result.duration_s, 2),
+    }

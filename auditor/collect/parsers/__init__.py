@@ -1,0 +1,1 @@
+"""Pure parsers: raw probe sections in, facts out. No network, no local filesystem."""

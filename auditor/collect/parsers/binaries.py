@@ -1,0 +1,65 @@
+"""Key binaries: hash, size, owning package, version and download-URL evidence (FIELD-NOTES §6)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..sections import blocks, to_int
+
+_SIDE_FILES = (".sha256", ".sha256sum", ".sha512", ".md5", ".asc", ".sig")
+
+
+def _source(evidence: list[dict[str, str]]) -> str | None:
+    """The download URL of the binary itself (not its checksum or signature), newest evidence last."""
+    urls = [e["url"] for e in evidence if not e["url"].endswith(_SIDE_FILES)]
+    return urls[-1] if urls else None
+
+
+def _binary(header: str, lines: list[str]) -> dict[str, Any]:
+    fields: dict[str, str] = {}
+    evidence: list[dict[str, str]] = []
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key == "url":
+            file, _, url = value.partition(" ")
+            url = url.strip().rstrip("\"'<> ")
+            if url and {"file": file, "url": url} not in evidence:
+                evidence.append({"file": file, "url": url})
+        else:
+            fields[key] = value.strip()
+    name = header.rsplit("/", 1)[-1]
+    if fields.get("found") != "1":
+        return {"name": name, "requested": header, "found": False}
+    stat = (fields.get("stat") or "").split()
+    package = version_pkg = manager = None
+    if fields.get("dpkg_owner"):
+        package, manager = fields["dpkg_owner"], "dpkg"
+    elif fields.get("rpm_owner"):
+        cols = fields["rpm_owner"].split("\t")
+        package, manager = cols[0], "rpm"
+        version_pkg = cols[1] if len(cols) > 1 else None
+    url = _source(evidence)
+    return {
+        "name": name,
+        "requested": header,
+        "found": True,
+        "path": fields.get("path"),
+        "realpath": fields.get("realpath") or None,
+        "size": to_int(stat[0]) if stat else None,
+        "mtime": to_int(stat[1]) if len(stat) > 1 else None,
+        "mode": stat[4] if len(stat) > 4 else None,
+        "owner_user": stat[5] if len(stat) > 5 else None,
+        "sha256": fields.get("sha256") or None,
+        "package": package,
+        "package_version": version_pkg,
+        "package_manager": manager,
+        "version": fields.get("version") or None,
+        "source_url": url,
+        "source_host": urlsplit(url).hostname if url else None,
+        "evidence": evidence,
+    }
+
+
+def parse_binaries(text: str) -> list[dict[str, Any]]:
+    return sorted((_binary(h, lines) for h, lines in blocks(text)), key=lambda b: b["name"])

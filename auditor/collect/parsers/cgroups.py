@@ -1,0 +1,81 @@
+"""cgroup mode and counts: live and dying memory cgroups on v1 and v2 (FIELD-NOTES §2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sections import blocks, kv_lines, subsections, to_int
+
+
+def _mode(fstype: str, unified: str) -> str | None:
+    if fstype == "cgroup2fs":
+        return "v2"
+    if fstype == "tmpfs":
+        return "hybrid" if unified == "cgroup2fs" else "v1"
+    return None
+
+
+def _proc_cgroups(text: str) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        cols = line.split()
+        if len(cols) >= 4 and cols[1].isdigit():
+            out[cols[0]] = {"hierarchy": int(cols[1]), "num_cgroups": int(cols[2]), "enabled": int(cols[3])}
+    return out
+
+
+def _v2_stats(text: str) -> list[dict[str, Any]]:
+    rows = []
+    for header, lines in blocks(text):
+        path = header.rsplit("/cgroup.stat", 1)[0]
+        stat = {k: to_int(v) for k, v in kv_lines("\n".join(lines), sep=" ").items()}
+        rows.append({"path": path or "/", **stat})
+    return rows
+
+
+def parse_cgroups(text: str) -> dict[str, Any]:
+    parts = subsections(text)
+    head = kv_lines(parts.get("", ""))
+    mode = _mode(head.get("fstype", ""), head.get("unified_fstype", ""))
+    proc = _proc_cgroups(parts.get("proc_cgroups", ""))
+    live = {k: to_int(v) for k, v in kv_lines(parts.get("v1_live", ""), sep=" ").items()}
+    controllers = []
+    for name, row in sorted(proc.items()):
+        n_live = live.get(name)
+        dying = max(row["num_cgroups"] - n_live, 0) if n_live is not None and row["hierarchy"] else None
+        controllers.append({"name": name, **row, "live": n_live, "dying": dying})
+    v2 = _v2_stats(parts.get("v2_stat", ""))
+    memory: dict[str, Any] = {"num_cgroups": None, "live": None, "dying": None, "source": None}
+    mem_row = proc.get("memory")
+    if mode in ("v1", "hybrid") and mem_row and mem_row["hierarchy"] and live.get("memory") is not None:
+        memory = {
+            "num_cgroups": mem_row["num_cgroups"],
+            "live": live["memory"],
+            "dying": max(mem_row["num_cgroups"] - live["memory"], 0),
+            "source": "proc_cgroups",
+        }
+    elif mode == "v2" and v2:
+        root = next((r for r in v2 if r["path"] == "/"), v2[0])
+        if root.get("nr_dying_subsys_memory") is not None:
+            live_n = root.get("nr_subsys_memory")
+            dying_n = root["nr_dying_subsys_memory"]
+            source = "nr_dying_subsys_memory"
+        else:
+            live_n = (root.get("nr_descendants") or 0) + 1
+            dying_n = root.get("nr_dying_descendants")
+            source = "nr_dying_descendants"
+        memory = {
+            "num_cgroups": (live_n or 0) + (dying_n or 0),
+            "live": live_n,
+            "dying": dying_n,
+            "source": source,
+        }
+    return {
+        "mode": mode,
+        "memory": memory,
+        "controllers": controllers,
+        "v2": v2,
+        "v2_controllers": parts.get("v2_controllers", "").split() or None,
+    }

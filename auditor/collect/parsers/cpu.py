@@ -1,0 +1,54 @@
+"""Per-core CPU from two /proc/stat samples, and the threads that ran in between (FIELD-NOTES §5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sections import kv_lines, subsections, to_int
+
+_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def _stat(text: str) -> dict[str, list[int]]:
+    out = {}
+    for line in text.splitlines():
+        cols = line.split()
+        if cols and cols[0].startswith("cpu"):
+            out[cols[0]] = [int(c) for c in cols[1:9] if c.isdigit()]
+    return out
+
+
+def _pct(before: list[int], after: list[int]) -> dict[str, float]:
+    delta = [max(a - b, 0) for a, b in zip(after, before)]
+    total = sum(delta) or 1
+    return {f"{name}_pct": round(100.0 * d / total, 1) for name, d in zip(_FIELDS, delta)}
+
+
+def parse_cpu(text: str) -> dict[str, Any]:
+    parts = subsections(text)
+    head = kv_lines(parts.get("", ""))
+    first, second = _stat(parts.get("stat1", "")), _stat(parts.get("stat2", ""))
+    cores = []
+    for name in sorted(first, key=lambda n: (len(n), n)):
+        if name == "cpu" or name not in second:
+            continue
+        cores.append({"cpu": int(name[3:]), **_pct(first[name], second[name])})
+    average = _pct(first["cpu"], second["cpu"]) if "cpu" in first and "cpu" in second else None
+    threads = []
+    for line in parts.get("threads", "").splitlines():
+        cols = line.split(None, 5)
+        if len(cols) == 6 and all(c.lstrip("-").isdigit() for c in cols[:5]):
+            pid, tid, cpu, ticks, sys_ticks = (int(c) for c in cols[:5])
+            threads.append({"pid": pid, "tid": tid, "cpu": cpu, "ticks": ticks,
+                            "system_ticks": sys_ticks, "comm": cols[5]})
+    threads.sort(key=lambda t: -t["ticks"])
+    busiest = max(cores, key=lambda c: c["system_pct"], default=None)
+    return {
+        "count": to_int(head.get("ncpu")),
+        "model": head.get("model") or None,
+        "average": average,
+        "cores": cores,
+        "max_core_system_pct": busiest["system_pct"] if busiest else None,
+        "max_core": busiest["cpu"] if busiest else None,
+        "threads": threads[:30],
+    }

@@ -1,0 +1,72 @@
+"""Host identity: hostname, cloud-init instance data, IMDSv2 answers, uptime."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from ..sections import Section, kv_lines
+
+
+def _cloudinit(text: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return {}
+    v1 = doc.get("v1") or {}
+    meta = (doc.get("ds") or {}).get("meta_data") or {}
+    placement = meta.get("placement") or {}
+    return {
+        "instance_id": v1.get("instance_id") or meta.get("instance-id"),
+        "ami_id": meta.get("ami-id") or v1.get("image_id"),
+        "az": v1.get("availability_zone") or placement.get("availability-zone"),
+        "az_id": placement.get("availability-zone-id"),
+        "region": v1.get("region") or placement.get("region"),
+        "instance_type": meta.get("instance-type") or v1.get("instance_type"),
+        "cloud": v1.get("cloud_name"),
+    }
+
+
+def _imds(text: str) -> dict[str, Any]:
+    kv = kv_lines(text)
+    return {
+        "instance_id": kv.get("instance-id"),
+        "ami_id": kv.get("ami-id"),
+        "az": kv.get("placement/availability-zone"),
+        "az_id": kv.get("placement/availability-zone-id"),
+        "region": kv.get("placement/region"),
+        "instance_type": kv.get("instance-type"),
+    }
+
+
+def parse_host(sections: dict[str, Section]) -> dict[str, Any]:
+    """Merge identity sources; IMDS (live) wins over cloud-init's cached instance data."""
+    ident = kv_lines(sections["identity"].body) if "identity" in sections else {}
+    host: dict[str, Any] = {
+        "hostname": ident.get("hostname") or None,
+        "machine_id": ident.get("machine_id") or None,
+        "boot_id": ident.get("boot_id") or None,
+        "uptime_s": None,
+        "image_name": None,
+        "instance_id": None,
+        "ami_id": None,
+        "az": None,
+        "az_id": None,
+        "region": None,
+        "instance_type": None,
+        "cloud": None,
+    }
+    up = ident.get("uptime", "").split()
+    if up:
+        with contextlib.suppress(ValueError):
+            host["uptime_s"] = float(up[0])
+    image = kv_lines(ident.get("image_id_file", "").replace('" ', '"\n'))
+    host["image_name"] = (image.get("image_name") or "").strip('"') or None
+    for source in ("cloudinit", "imds"):
+        if source in sections:
+            parsed = _cloudinit(sections[source].body) if source == "cloudinit" else _imds(sections[source].body)
+            host.update({k: v for k, v in parsed.items() if v})
+    if host["region"] is None and host["az"]:
+        host["region"] = host["az"][:-1]
+    return host

@@ -1,0 +1,39 @@
+"""Kernel release, cmdline, THP, huge pages and the chosen sysctls."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..sections import kv_lines, to_int
+
+_BRACKETED = re.compile(r"\[([^\]]+)\]")
+
+
+def selected(value: str | None) -> str | None:
+    """`always [madvise] never` → `madvise` (the kernel marks the active choice in brackets)."""
+    if not value:
+        return None
+    m = _BRACKETED.search(value)
+    return m.group(1) if m else value.strip()
+
+
+def parse_kernel(text: str, sysctl_text: str = "") -> dict[str, Any]:
+    kv = kv_lines(text)
+    sysctls: dict[str, str] = {}
+    for line in sysctl_text.splitlines():
+        if ":" in line:
+            path, value = line.split(":", 1)
+            sysctls[path.strip().replace("/", ".")] = " ".join(value.split())
+    return {
+        "release": kv.get("release") or None,
+        "version": kv.get("version") or None,
+        "machine": kv.get("machine") or None,
+        "cmdline": kv.get("cmdline") or None,
+        "thp_enabled": selected(kv.get("thp_enabled")),
+        "thp_defrag": selected(kv.get("thp_defrag")),
+        "hugepages_total": to_int(kv.get("hugepages_total")),
+        "mem_total_kb": to_int(kv.get("mem_total_kb")),
+        "nvidia_driver": kv.get("nvidia_driver") or None,
+        "sysctls": sysctls,
+    }

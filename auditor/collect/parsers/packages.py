@@ -1,0 +1,24 @@
+"""Installed packages (dpkg or rpm) as name/version/arch rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def parse_packages(text: str) -> dict[str, Any]:
+    manager = None
+    items: dict[tuple[str, str], dict[str, str]] = {}
+    for line in text.splitlines():
+        if line.startswith("manager="):
+            manager = line.split("=", 1)[1].strip()
+            continue
+        cols = line.split("\t")
+        if len(cols) >= 2 and cols[0]:
+            arch = cols[2] if len(cols) > 2 else ""
+            items[(cols[0], arch)] = {"name": cols[0], "version": cols[1], "arch": arch}
+    rows = sorted(items.values(), key=lambda r: (r["name"], r["arch"]))
+    names = [r["name"] for r in rows]
+    for row in rows:  # multiarch: keep the key unique (`libc6:i386`)
+        if names.count(row["name"]) > 1:
+            row["name"] = f"{row['name']}:{row['arch']}"
+    return {"manager": manager, "count": len(rows), "items": rows}

@@ -1,0 +1,104 @@
+"""systemd: version, unit files, runtime state of units, restart counts (NRestarts or journal)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..sections import to_int
+
+_VERSION = re.compile(r"^systemd (\d+)")
+
+
+def parse_version(text: str) -> int | None:
+    m = _VERSION.match(text.strip())
+    return int(m.group(1)) if m else None
+
+
+def parse_unit_files(text: str) -> list[dict[str, Any]]:
+    """`list-unit-files --no-legend`: 2 columns before systemd 245, 3 (with vendor preset) after."""
+    rows = []
+    for line in text.splitlines():
+        cols = line.split()
+        if len(cols) < 2 or cols[0].endswith("unit") and cols[1] == "files":
+            continue
+        preset = cols[2] if len(cols) > 2 and cols[2] != "-" else None
+        rows.append({"name": cols[0], "state": cols[1], "preset": preset})
+    return sorted(rows, key=lambda r: r["name"])
+
+
+def parse_show(text: str) -> list[dict[str, str]]:
+    """`systemctl show -p … u1 u2`: blank-line separated Key=value blocks."""
+    blocks: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(current)
+                current = {}
+            continue
+        if "=" in line:
+            key, value = line.split("=", 1)
+            current[key] = value
+    if current:
+        blocks.append(current)
+    return [b for b in blocks if b.get("Id")]
+
+
+def parse_journal_restarts(text: str) -> dict[str, int]:
+    """`UNIT COUNT` lines counted by the probe from PID 1's restart messages."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            out[parts[0]] = out.get(parts[0], 0) + int(parts[1])
+    return out
+
+
+def _unit(block: dict[str, str], journal: dict[str, int], unit_files: dict[str, dict]) -> dict[str, Any]:
+    name = block["Id"]
+    n_restarts = to_int(block.get("NRestarts"))
+    journal_restarts = journal.get(name)
+    if n_restarts is not None:
+        restarts, source = n_restarts, "NRestarts"
+    elif journal_restarts is not None:
+        restarts, source = journal_restarts, "journal"
+    else:
+        restarts, source = 0, "none"
+    start_us = to_int(block.get("ExecMainStartTimestampMonotonic"))
+    file_state = block.get("UnitFileState") or unit_files.get(name, {}).get("state")
+    return {
+        "name": name,
+        "description": block.get("Description") or None,
+        "load_state": block.get("LoadState") or None,
+        "active_state": block.get("ActiveState") or None,
+        "sub_state": block.get("SubState") or None,
+        "result": block.get("Result") or None,
+        "unit_file_state": file_state or None,
+        "preset": block.get("UnitFilePreset") or unit_files.get(name, {}).get("preset"),
+        "type": block.get("Type") or None,
+        "restart_policy": block.get("Restart") or None,
+        "restarts": restarts,
+        "restarts_source": source,
+        "n_restarts": n_restarts,
+        "journal_restarts": journal_restarts,
+        "main_pid": to_int(block.get("ExecMainPID")),
+        "main_exit_status": to_int(block.get("ExecMainStatus")),
+        "main_started_s": round(start_us / 1e6, 3) if start_us else None,
+        "fragment_path": block.get("FragmentPath") or None,
+    }
+
+
+def parse_systemd(version_text: str, unit_files_text: str, show_text: str, journal_text: str) -> dict[str, Any]:
+    unit_files = parse_unit_files(unit_files_text)
+    by_name = {u["name"]: u for u in unit_files}
+    journal = parse_journal_restarts(journal_text)
+    units = [_unit(b, journal, by_name) for b in parse_show(show_text)]
+    units.sort(key=lambda u: u["name"])
+    return {
+        "version": parse_version(version_text),
+        "unit_files": unit_files,
+        "units": units,
+        "enabled_units": sorted(u["name"] for u in unit_files if u["state"] == "enabled"),
+        "failed_units": sorted(u["name"] for u in units if u["active_state"] == "failed"),
+    }

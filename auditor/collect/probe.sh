@@ -1,0 +1,301 @@
+# ami-auditor probe: static, read-only POSIX sh (dash/bash/busybox). Sent on stdin, run once.
+# Arguments: names or absolute paths of key binaries to fingerprint (validated by the caller).
+# Prints sections:  @@AMI-AUDITOR-SECTION name@@ ... @@AMI-AUDITOR-END name rc=N@@
+# Never writes anything, never reads root memory.stat/memory.numa_stat (they walk dying memcgs).
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PATH LC_ALL=C
+renice -n 19 -p $$ >/dev/null 2>&1
+ionice -c 3 -p $$ >/dev/null 2>&1
+umask 077
+
+if command -v timeout >/dev/null 2>&1; then
+  T() { timeout -k 1 "$@"; }
+else
+  T() { shift; "$@"; }
+fi
+has() { command -v "$1" >/dev/null 2>&1; }
+sec() { echo "@@AMI-AUDITOR-SECTION $1@@"; }
+end() { echo "@@AMI-AUDITOR-END $1 rc=$2@@"; }
+run() { # run NAME FUNC: one bounded section, stderr kept out of the parsed stream
+  sec "$1"; "$2"; end "$1" "$?"
+}
+catf() { [ -r "$1" ] && cat "$1"; }
+
+s_meta() {
+  echo "probe_version=1"
+  echo "uid=$(id -u)"
+  echo "shell=$(readlink /proc/$$/exe 2>/dev/null)"
+  printf 'date_epoch='; date +%s
+}
+
+s_identity() {
+  printf 'hostname='; (hostname 2>/dev/null || cat /proc/sys/kernel/hostname)
+  printf 'machine_id='; catf /etc/machine-id || echo
+  printf 'boot_id='; catf /proc/sys/kernel/random/boot_id || echo
+  printf 'uptime='; catf /proc/uptime || echo
+  printf 'image_id_file='; (catf /etc/image-id | tr '\n' ' '); echo
+}
+
+s_cloudinit() { catf /run/cloud-init/instance-data.json; }
+
+s_imds() {
+  # IMDSv2 with a short timeout; only when curl exists. Prints key=value lines.
+  has curl || return 3
+  tok=$(T 3 curl -s -f -m 1 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' \
+        http://169.254.169.254/latest/api/token 2>/dev/null) || return 4
+  for k in instance-id ami-id instance-type placement/availability-zone \
+           placement/availability-zone-id placement/region; do
+    v=$(T 3 curl -s -f -m 1 -H "X-aws-ec2-metadata-token: $tok" \
+        "http://169.254.169.254/latest/meta-data/$k" 2>/dev/null) && echo "$k=$v"
+  done
+  return 0
+}
+
+s_os() { catf /etc/os-release || catf /usr/lib/os-release; }
+
+s_kernel() {
+  printf 'release='; uname -r
+  printf 'version='; uname -v
+  printf 'machine='; uname -m
+  printf 'cmdline='; catf /proc/cmdline || echo
+  printf 'thp_enabled='; catf /sys/kernel/mm/transparent_hugepage/enabled || echo
+  printf 'thp_defrag='; catf /sys/kernel/mm/transparent_hugepage/defrag || echo
+  printf 'hugepages_total='; awk '/^HugePages_Total/ {print $2}' /proc/meminfo
+  printf 'mem_total_kb='; awk '/^MemTotal/ {print $2}' /proc/meminfo
+  printf 'nvidia_driver='; (catf /proc/driver/nvidia/version | head -n 1); echo
+}
+
+s_sysctl() {
+  # One grep over the chosen set: prints /proc/sys/PATH:VALUE lines.
+  cd /proc/sys 2>/dev/null || return 3
+  grep -H '' kernel/pid_max kernel/threads-max kernel/panic kernel/numa_balancing \
+    vm/swappiness vm/max_map_count vm/overcommit_memory vm/min_free_kbytes \
+    vm/dirty_ratio vm/dirty_background_ratio vm/zone_reclaim_mode \
+    net/core/somaxconn net/core/netdev_max_backlog net/core/rmem_max net/core/wmem_max \
+    net/ipv4/ip_forward net/ipv4/tcp_keepalive_time net/ipv4/ip_local_port_range \
+    net/netfilter/nf_conntrack_max net/bridge/bridge-nf-call-iptables \
+    fs/file-max fs/inotify/max_user_watches fs/inotify/max_user_instances 2>/dev/null
+  cd / || return 3
+  return 0
+}
+
+booted() { has systemctl && [ -d /run/systemd/system ]; }
+
+s_systemd_version() { has systemctl || return 3; T 5 systemctl --version | head -n 1; }
+
+s_unit_files() {
+  booted || return 3
+  T 10 systemctl list-unit-files --no-legend --no-pager 2>/dev/null
+}
+
+s_units() {
+  # Runtime state of loaded services/sockets/timers plus enabled unit files, in one `show` call.
+  booted || return 3
+  {
+    T 10 systemctl list-units --all --no-legend --no-pager --plain \
+      --type=service,socket,timer,mount,path 2>/dev/null | awk '{print $1}'
+    T 10 systemctl list-unit-files --state=enabled --no-legend --no-pager 2>/dev/null | awk '{print $1}'
+  } | grep -v '@\.' | grep -v '^$' | sort -u | tr '\n' '\0' | T 20 xargs -0 -r systemctl show \
+    -p Id,Description,LoadState,ActiveState,SubState,Result,NRestarts,Restart,ExecMainPID \
+    -p ExecMainStatus,ExecMainCode,ExecMainStartTimestampMonotonic,ActiveEnterTimestampMonotonic \
+    -p FragmentPath,UnitFileState,UnitFilePreset,Type,StartLimitBurst --
+}
+
+s_restart_journal() {
+  # Restart evidence from PID 1's journal this boot (the only source on systemd < 235).
+  has journalctl || return 3
+  T 10 journalctl -b -q --no-pager -o cat _PID=1 2>/dev/null |
+    awk '/holdoff time over, scheduling restart/ || /Scheduled restart job/ {
+           u=$1; sub(/:$/, "", u); n[u]++ }
+         END { for (u in n) print u, n[u] }'
+  return 0
+}
+
+s_cgroups() {
+  printf 'fstype='; stat -fc %T /sys/fs/cgroup 2>/dev/null || echo
+  printf 'unified_fstype='; stat -fc %T /sys/fs/cgroup/unified 2>/dev/null || echo
+  echo '--- proc_cgroups'
+  catf /proc/cgroups
+  echo '--- v1_live'
+  for c in memory pids cpu cpuacct blkio devices freezer cpuset; do
+    d=/sys/fs/cgroup/$c
+    [ -d "$d" ] && [ "$(stat -fc %T "$d" 2>/dev/null)" = cgroupfs ] || continue
+    printf '%s %s\n' "$c" "$(T 20 find "$d" -type d 2>/dev/null | wc -l)"
+  done
+  echo '--- v2_stat'
+  if [ -r /sys/fs/cgroup/cgroup.stat ]; then
+    for f in /sys/fs/cgroup/cgroup.stat /sys/fs/cgroup/*.slice/cgroup.stat \
+             /sys/fs/cgroup/kubepods*/cgroup.stat; do
+      [ -r "$f" ] || continue
+      echo "@ ${f#/sys/fs/cgroup/}"
+      cat "$f"
+    done
+    echo '--- v2_controllers'
+    catf /sys/fs/cgroup/cgroup.controllers
+  fi
+  return 0
+}
+
+s_binaries() {
+  # One block per requested binary: path, stat, sha256, owner package, version, URL evidence.
+  for b in "$@"; do
+    echo "@ $b"
+    case $b in
+      /*) p=$b ;;
+      *) p=$(command -v "$b" 2>/dev/null)
+         if [ -z "$p" ]; then
+           for d in /usr/local/bin /usr/bin /usr/sbin /usr/local/sbin /bin /sbin /usr/libexec \
+                    /opt/bin /snap/bin; do
+             [ -x "$d/$b" ] && p=$d/$b && break
+           done
+         fi ;;
+    esac
+    if [ -z "$p" ] || [ ! -f "$p" ]; then echo "found=0"; continue; fi
+    echo "found=1"
+    echo "path=$p"
+    echo "realpath=$(readlink -f "$p" 2>/dev/null)"
+    echo "stat=$(stat -Lc '%s %Y %d %i %a %U' "$p" 2>/dev/null)"
+    echo "sha256=$(T 20 sha256sum "$p" 2>/dev/null | cut -d' ' -f1)"
+    if has dpkg-query; then
+      o=$(T 10 dpkg-query -S "$p" 2>/dev/null | head -n 1)
+      [ -z "$o" ] && [ "${p#/usr}" != "$p" ] && o=$(T 10 dpkg-query -S "${p#/usr}" 2>/dev/null | head -n 1)
+      [ -z "$o" ] && o=$(T 10 dpkg-query -S "$(readlink -f "$p")" 2>/dev/null | head -n 1)
+      [ -n "$o" ] && echo "dpkg_owner=${o%%:*}"
+    fi
+    if has rpm; then
+      o=$(T 10 rpm -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p" 2>/dev/null | head -n 1)
+      case $o in *"not owned"*|"") ;; *) echo "rpm_owner=$o" ;; esac
+    fi
+    case ${p##*/} in
+      kubelet|kubectl|kube-proxy) v=$(T 3 "$p" --version 2>&1 | head -n 1) ;;
+      containerd|dockerd|docker|runc|crictl|nvidia-container-runtime) v=$(T 3 "$p" --version 2>&1 | head -n 1) ;;
+      nvidia-smi) v=$(T 5 "$p" --version 2>&1 | grep -i 'driver version' | head -n 1) ;;
+      *) v= ;;
+    esac
+    echo "version=$v"
+    n=${p##*/}
+    for f in /var/log/cloud-init-output.log /var/lib/cloud/instance/user-data.txt \
+             /var/lib/cloud/instance/scripts/* /etc/eks/release /var/log/user-data.log; do
+      [ -r "$f" ] || continue
+      T 5 grep -ohE "(https?|s3)://[^ \"'<>]*/$n([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$f" 2>/dev/null |
+        head -n 5 | sed "s|^|url=$f |"
+    done
+  done
+  return 0
+}
+
+s_eks() { catf /etc/eks/release; return 0; }
+
+s_ecs() {
+  if [ -r /etc/ecs/ecs.config ]; then
+    echo "config_present=1"
+    grep -E '^[[:space:]]*ECS_CLUSTER=' /etc/ecs/ecs.config | tail -n 1 | sed 's/^[[:space:]]*/cluster_line=/'
+  else
+    echo "config_present=0"
+  fi
+  for f in /var/log/ecs/ecs-init.log /var/log/ecs/ecs-init.log.*; do
+    [ -r "$f" ] || continue
+    printf 'log=%s ' "$f"
+    grep -c 'Agent exited with code' "$f"
+    grep 'Agent exited with code' "$f" | tail -n 1 | sed 's/^/last_exit=/'
+  done
+  if has docker; then
+    T 5 docker inspect -f 'agent_started={{.State.StartedAt}} agent_status={{.State.Status}} agent_restarts={{.RestartCount}}' ecs-agent 2>/dev/null
+  fi
+  return 0
+}
+
+s_network() {
+  for i in /sys/class/net/*; do
+    n=${i##*/}
+    [ "$n" = lo ] && continue
+    drv=$(basename "$(readlink "$i/device/driver/module" 2>/dev/null)" 2>/dev/null)
+    echo "@ $n driver=${drv:-none} operstate=$(catf "$i/operstate") mtu=$(catf "$i/mtu")"
+    [ -n "$drv" ] || continue
+    if has ethtool; then
+      T 3 ethtool -i "$n" 2>/dev/null | sed 's/^/info /'
+      T 3 ethtool -S "$n" 2>/dev/null | sed -n 's/^[[:space:]]*\([A-Za-z0-9_]*\): \([0-9-]*\)$/stat \1 \2/p'
+    fi
+  done
+  printf 'ena_module_version='; catf /sys/module/ena/version || echo
+  return 0
+}
+
+s_kernel_log() {
+  # Driver trouble only (ENA resets, watchdogs, OOM), newest last, bounded.
+  pat='TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Device reset completed|ena .*reset|NETDEV WATCHDOG|Out of memory: Killed|soft lockup|hung_task'
+  if has journalctl && T 10 journalctl -k -b -q --no-pager -o short-monotonic 2>/dev/null | grep -E "$pat" | tail -n 200; then
+    return 0
+  fi
+  T 10 dmesg 2>/dev/null | grep -E "$pat" | tail -n 200
+  return 0
+}
+
+s_cpu() {
+  # Two samples ~1 s apart of /proc/stat and of every thread's stat (kept only if it ran).
+  n=$(grep -c '^processor' /proc/cpuinfo)
+  echo "ncpu=$n"
+  grep -m 1 '^model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: */model=/'
+  a=$(grep '^cpu' /proc/stat)
+  ta=$(grep -H '' /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null)
+  sleep 1
+  b=$(grep '^cpu' /proc/stat)
+  tb=$(grep -H '' /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null)
+  echo '--- stat1'; echo "$a"
+  echo '--- stat2'; echo "$b"
+  echo '--- threads'
+  printf '%s\n@@\n%s\n' "$ta" "$tb" | awk '
+    function parse(line,   p, k, r, rest, f, head) {
+      p = 0; r = line
+      while ((k = index(substr(r, p + 1), ")")) > 0) p += k
+      head = substr(line, 1, p); rest = substr(line, p + 2)
+      split(rest, f, " ")
+      split(head, h, "/"); PID = h[3]; TID = h[5]
+      COMM = substr(head, index(head, "(") + 1); COMM = substr(COMM, 1, length(COMM) - 1)
+      TICKS = f[12] + f[13]; SYS = f[13]; CPU = f[37]
+    }
+    $0 == "@@" { second = 1; next }
+    {
+      parse($0); key = PID "/" TID
+      if (!second) { t0[key] = TICKS; s0[key] = SYS; next }
+      if (!(key in t0)) next
+      d = TICKS - t0[key]
+      if (d >= 5) { gsub(/[ \t]/, "_", COMM); print PID, TID, CPU, d, SYS - s0[key], COMM }
+    }'
+  return 0
+}
+
+s_packages() {
+  if has dpkg-query; then
+    echo "manager=dpkg"
+    T 20 dpkg-query -W -f='${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n' 2>/dev/null |
+      awk -F'\t' '$1 ~ /^ii/ {print $2 "\t" $3 "\t" $4}'
+  elif has rpm; then
+    echo "manager=rpm"
+    T 30 rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n' 2>/dev/null
+  else
+    return 3
+  fi
+}
+
+run meta s_meta
+run identity s_identity
+run cloudinit s_cloudinit
+run imds s_imds
+run os s_os
+run kernel s_kernel
+run sysctl s_sysctl
+run systemd_version s_systemd_version
+run unit_files s_unit_files
+run units s_units
+run restart_journal s_restart_journal
+run cgroups s_cgroups
+sec binaries; s_binaries "$@"; end binaries "$?"
+run eks s_eks
+run ecs s_ecs
+run network s_network
+run kernel_log s_kernel_log
+run cpu s_cpu
+run packages s_packages
+echo "@@AMI-AUDITOR-DONE@@"
+exit 0

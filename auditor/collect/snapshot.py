@@ -1,0 +1,53 @@
+"""Turn one probe run into a versioned snapshot document (pure)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from .. import SNAPSHOT_SCHEMA
+from ..models import CommandResult, HostSpec
+from .collectors import COLLECTORS, run_collector
+from .parsers.identity import parse_host
+from .sections import split_sections
+
+HOST_LABEL_FACTS = ("az", "az_id", "ami_id", "instance_type", "region")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def build_snapshot(spec: HostSpec, result: CommandResult, collected_at: str | None = None) -> dict[str, Any]:
+    """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None`."""
+    sections, done = split_sections(result.stdout)
+    errors: dict[str, str] = {}
+    if not done:
+        why = "output truncated" if result.truncated else f"probe exited with status {result.exit_status}"
+        errors["probe"] = f"probe did not finish ({why}); stderr: {result.stderr.strip()[-300:]}"
+    facts: dict[str, Any] = {}
+    for area, collector in COLLECTORS.items():
+        value, error = run_collector(collector, sections)
+        facts[area] = value
+        if error:
+            errors[area] = error
+    host = parse_host(sections)
+    labels = {k: str(host[k]) for k in HOST_LABEL_FACTS if host.get(k)}
+    labels.update(spec.labels)
+    return {
+        "schema": SNAPSHOT_SCHEMA,
+        "name": spec.name,
+        "target": spec.target,
+        "labels": labels,
+        "collected_at": collected_at or now_iso(),
+        "probe": {
+            "duration_s": round(result.duration_s, 3),
+            "exit_status": result.exit_status,
+            "complete": done,
+            "truncated": result.truncated,
+            "stdout_bytes": len(result.stdout),
+        },
+        "host": host,
+        "facts": facts,
+        "errors": errors,
+    }

@@ -1,0 +1,35 @@
+"""`ami-auditor collect`: one snapshot JSON per host."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import exitcodes
+from ..app import collect_hosts
+from ..collect.probe import DEFAULT_BINARIES
+from ..context import Env
+from .common import add_target_options, file_stem, one_line, progress_printer, resolve_specs, write_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("collect", help="collect a snapshot of each host (one round trip per host)")
+    add_target_options(p)
+    p.add_argument("-o", "--out", default="snapshots", metavar="DIR", help="where to write NAME.json")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, env: Env) -> int:
+    specs = resolve_specs(args)
+    out = Path(args.out)
+    results = collect_hosts(
+        specs, parallel=args.parallel, binaries=args.binary or DEFAULT_BINARIES,
+        deadline_s=args.deadline, progress=progress_printer(env),
+    )
+    for result in results:
+        if result.snapshot is not None:
+            write_json(out / f"{file_stem(result.name)}.json", result.snapshot)
+        env.out(one_line(result))
+    reached = sum(r.status == "ok" for r in results)
+    env.out(f"{reached}/{len(results)} hosts collected; snapshots in {out}/")
+    return exitcodes.combine(False, reached < len(results))

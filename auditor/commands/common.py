@@ -1,0 +1,97 @@
+"""Options and helpers shared by commands that reach hosts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..collect.probe import DEFAULT_BINARIES
+from ..context import Env
+from ..errors import InputError
+from ..models import HostResult, HostSpec
+
+
+def add_target_options(parser: argparse.ArgumentParser) -> None:
+    """TARGET…, -i INVENTORY and the knobs of a collection run."""
+    parser.add_argument("targets", nargs="*", metavar="TARGET",
+                        help="local, ssh://[user@]host[:port], ssm://i-…[?region=…], image:///path")
+    parser.add_argument("-i", "--inventory", action="append", default=[], metavar="FILE",
+                        help="inventory YAML (hosts, labels, SSH options); repeatable")
+    parser.add_argument("--parallel", type=int, default=8, metavar="N", help="hosts at once (default 8)")
+    parser.add_argument("--deadline", type=float, default=60.0, metavar="SECONDS",
+                        help="wall-clock limit per host (default 60)")
+    parser.add_argument("--binary", action="append", default=None, metavar="NAME",
+                        help=f"key binary to fingerprint (repeatable; default: {', '.join(DEFAULT_BINARIES)})")
+
+
+def resolve_specs(args: argparse.Namespace) -> list[HostSpec]:
+    """Hosts from targets and inventories; duplicate names are an input error."""
+    from ..targets.inventory import load_inventory, targets_from_args
+
+    specs: list[HostSpec] = list(targets_from_args(args.targets))
+    for path in args.inventory:
+        specs.extend(load_inventory(path))
+    extra = getattr(args, "ec2_hosts", None)
+    if extra:
+        specs.extend(extra)
+    if not specs:
+        raise InputError("no targets: give TARGET… or -i INVENTORY (try `local`)")
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise InputError(f"host name {spec.name!r} given twice")
+        seen.add(spec.name)
+    if args.parallel < 1:
+        raise InputError("--parallel must be at least 1")
+    return specs
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_stem(name: str) -> str:
+    """A host name made safe as a file name."""
+    return _UNSAFE.sub("_", name).strip("._") or "host"
+
+
+def write_json(path: Path, doc: Any) -> None:
+    """Write JSON atomically (temp file + rename) so a crash never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def progress_printer(env: Env):
+    """A progress callback that writes to stderr only when it is a terminal."""
+    if not env.progress:
+        return None
+
+    def show(result: HostResult, done: int, total: int) -> None:
+        env.err(f"[{done}/{total}] {result.name}: {result.status}")
+
+    return show
+
+
+def one_line(result: HostResult) -> str:
+    """`name  status  1.2s  facts…` — the per-host summary line."""
+    if result.status != "ok" or not result.snapshot:
+        return f"{result.name:<20} {result.status:<18} {result.duration_s:5.1f}s  {result.error or ''}"
+    snap = result.snapshot
+    facts = snap["facts"]
+    os_name = (facts.get("os") or {}).get("pretty_name") or "?"
+    kernel = (facts.get("kernel") or {}).get("release") or "?"
+    systemd = facts.get("systemd") or {}
+    units = systemd.get("units") or []
+    looping = [u["name"] for u in units if (u.get("restarts") or 0) > 0]
+    dying = ((facts.get("cgroups") or {}).get("memory") or {}).get("dying")
+    bits = [os_name, f"kernel {kernel}", f"{len(systemd.get('enabled_units') or [])} enabled units"]
+    if looping:
+        bits.append("restarting: " + ",".join(looping[:3]))
+    bits.append(f"dying memcgs {dying if dying is not None else '?'}")
+    if snap.get("errors"):
+        bits.append("errors: " + ",".join(sorted(snap["errors"])))
+    return f"{result.name:<20} {'ok':<18} {result.duration_s:5.1f}s  " + "; ".join(bits)

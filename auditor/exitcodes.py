@@ -1,0 +1,17 @@
+"""Exit codes (README documents them). Precedence when several apply: 2 > 1 > 3 > 0."""
+
+from __future__ import annotations
+
+OK = 0
+FINDINGS = 1  # findings at or above --fail-on
+BAD_INPUT = 2  # bad usage or bad input file; nothing written
+INCOMPLETE = 3  # some hosts not reached (unreachable, auth, host key, timeout, error)
+
+
+def combine(findings_failed: bool, incomplete: bool) -> int:
+    """Findings beat incompleteness: a found problem is the stronger signal for a CI gate."""
+    if findings_failed:
+        return FINDINGS
+    if incomplete:
+        return INCOMPLETE
+    return OK
