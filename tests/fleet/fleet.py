@@ -1,0 +1,725 @@
+"""The real test fleet: systemd-nspawn containers on overlays of one debootstrapped base root.
+
+Each host boots real systemd and a real sshd listening on its own loopback address (port 22) in the
+host's network namespace. The scenario mirrors the incident in FIELD-NOTES §1: `ecs.service`
+crash-loops on the AZ-b hosts only, and their kubelet came from another download source.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import builder
+
+STATE_ROOT = Path(os.environ.get("AMI_AUDITOR_FLEET_STATE") or "/var/tmp/ami-auditor-fleet")
+PAYLOAD = Path(__file__).with_name("payload")
+AMI_ID = "ami-0c7217cdde317cfec"
+REGION = "us-east-1"
+AZ_IDS = {"us-east-1a": "use1-az1", "us-east-1b": "use1-az2"}
+EKS_KUBELET_URL = "https://amazon-eks.s3.us-west-2.amazonaws.com/1.29.3/2024-04-19/bin/linux/amd64/kubelet"
+UPSTREAM_KUBELET_URL = "https://dl.k8s.io/release/v1.29.3/bin/linux/amd64/kubelet"
+EXTRA_UNIT = "node-exporter-extra.service"
+SSH_PORT = 22
+NSPAWN_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+EXEC_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
+            "LANG": "C.UTF-8", "TERM": "dumb"}
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """One host of the scenario: its name, loopback address and labels."""
+
+    name: str
+    address: str
+    labels: dict[str, str]
+    enabled_units: tuple[str, ...] = ()
+    kubelet: str = "eks"  # "eks" or "upstream": where the node bootstrap downloaded kubelet from
+
+    @property
+    def az(self) -> str:
+        return self.labels["az"]
+
+
+SCENARIO: tuple[HostSpec, ...] = (
+    HostSpec("golden", "127.0.2.10", {"az": "us-east-1a", "role": "golden"}),
+    HostSpec("a1", "127.0.2.11", {"az": "us-east-1a"}),
+    HostSpec("a2", "127.0.2.12", {"az": "us-east-1a"}, enabled_units=(EXTRA_UNIT,)),
+    HostSpec("a3", "127.0.2.13", {"az": "us-east-1a"}),
+    HostSpec("b1", "127.0.2.21", {"az": "us-east-1b"}, enabled_units=("ecs.service",), kubelet="upstream"),
+    HostSpec("b2", "127.0.2.22", {"az": "us-east-1b"}, enabled_units=("ecs.service",), kubelet="upstream"),
+    HostSpec("b3", "127.0.2.23", {"az": "us-east-1b"}, enabled_units=("ecs.service",), kubelet="upstream"),
+)
+AZ_B_HOSTS = tuple(h.name for h in SCENARIO if h.az == "us-east-1b")
+
+
+def extra_hosts(n: int) -> list[HostSpec]:
+    """`n` benchmark hosts x01..xNN on 127.0.3.N, cloned like a1."""
+    if not 0 <= n <= 250:
+        raise ValueError("extra hosts: 0..250")
+    return [HostSpec(f"x{i:02d}", f"127.0.3.{i}", {"az": "us-east-1a"}) for i in range(1, n + 1)]
+
+
+@dataclass
+class Host:
+    """A running (or stopped) fleet host."""
+
+    spec: HostSpec
+    dir: Path
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def address(self) -> str:
+        return self.spec.address
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict(self.spec.labels)
+
+    @property
+    def az(self) -> str:
+        return self.spec.az
+
+    @property
+    def target(self) -> str:
+        return f"ssh://root@{self.address}"
+
+    @property
+    def root(self) -> Path:
+        """The merged overlay: the host's root filesystem as seen from outside."""
+        return self.dir / "merged"
+
+    @property
+    def upper(self) -> Path:
+        return self.dir / "upper"
+
+    @property
+    def console_log(self) -> Path:
+        return self.dir / "console.log"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+def unavailable_reason() -> str | None:
+    """Why the fleet cannot run on this machine, or None when it can."""
+    if os.geteuid() != 0:
+        return "the test fleet needs root (overlay mounts, systemd-nspawn)"
+    missing = [t for t in ("debootstrap", "systemd-nspawn", "nsenter", "ssh-keygen", "mount") if not shutil.which(t)]
+    if missing:
+        return f"the test fleet needs {', '.join(missing)} (apt-get install debootstrap systemd-container " \
+               "openssh-client util-linux)"
+    if not Path("/proc/filesystems").read_text().count("overlay"):
+        return "the test fleet needs overlayfs (modprobe overlay)"
+    return None
+
+
+def _log(msg: str) -> None:
+    builder._log(msg)
+
+
+# ---------------------------------------------------------------------------------------------
+# sockets and processes
+# ---------------------------------------------------------------------------------------------
+
+def _proc_addr(hexaddr: str, v6: bool) -> str:
+    """Address text of a /proc/net/tcp{,6} column ("::" for the IPv6 wildcard)."""
+    if v6:
+        return "::" if int(hexaddr, 16) == 0 else hexaddr
+    return socket.inet_ntoa(bytes.fromhex(hexaddr)[::-1])
+
+
+def _listeners(port: int) -> list[tuple[str, int]]:
+    """(address, socket inode) of TCP sockets listening on `port` (IPv4 and IPv6)."""
+    out: list[tuple[str, int]] = []
+    for path, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(path).read_text().splitlines()[1:]:
+                cols = line.split()
+                addr, hexport = cols[1].split(":")
+                if cols[3] != "0A" or int(hexport, 16) != port:
+                    continue
+                out.append((_proc_addr(addr, v6), int(cols[9])))
+    return out
+
+
+def _socket_owners(inodes: set[int]) -> dict[int, str]:
+    """pid → cmdline of processes holding any of the socket `inodes`."""
+    owners: dict[int, str] = {}
+    targets = {f"socket:[{i}]" for i in inodes}
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in (pid_dir / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) in targets:
+                        cmd = (pid_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                        owners[int(pid_dir.name)] = cmd.strip()
+                        break
+    return owners
+
+
+def check_port_free(addresses: Iterable[str], port: int = SSH_PORT) -> None:
+    """Make sure the fleet's sshds can bind `address:port`.
+
+    A host sshd on 0.0.0.0:22 / [::]:22 (openssh-server's postinst may start one on a fresh CI machine)
+    blocks every container sshd. With `CI=true` or `AMI_AUDITOR_FLEET_STOP_HOST_SSHD=1` it is stopped;
+    otherwise the fleet fails with a message that says what to do.
+    """
+    wanted = set(addresses) | {"0.0.0.0", "::"}
+    busy = [(a, i) for a, i in _listeners(port) if a in wanted]
+    if not busy:
+        return
+    owners = _socket_owners({i for _, i in busy})
+    desc = ", ".join(f"{a}:{port}" for a, _ in busy)
+    who = "; ".join(f"pid {p}: {c}" for p, c in owners.items()) or "unknown process"
+    stop = os.environ.get("CI") == "true" or os.environ.get("AMI_AUDITOR_FLEET_STOP_HOST_SSHD") == "1"
+    host_sshd = owners and all("sshd" in c for c in owners.values())
+    if stop and host_sshd:
+        _log(f"stopping the host's sshd ({who}): it holds {desc}, which the fleet needs")
+        if shutil.which("service") and Path("/etc/init.d/ssh").exists():
+            subprocess.run(["service", "ssh", "stop"], capture_output=True)
+        for pid in owners:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and [b for b in _listeners(port) if b[0] in wanted]:
+            time.sleep(0.1)
+        if not [b for b in _listeners(port) if b[0] in wanted]:
+            return
+    raise RuntimeError(
+        f"port {port} is taken on {desc} by {who}; the fleet's sshds need 127.0.x.y:{port}. "
+        "Stop the host's sshd (e.g. `service ssh stop`, or set ListenAddress on it), "
+        "or set AMI_AUDITOR_FLEET_STOP_HOST_SSHD=1 to let the fleet stop it."
+    )
+
+
+def _ssh_banner(address: str, port: int = SSH_PORT, timeout: float = 2.0) -> str | None:
+    """The SSH identification line at address:port, or None when nothing answers yet."""
+    try:
+        with socket.create_connection((address, port), timeout=timeout) as s:
+            data = s.recv(256)
+    except OSError:
+        return None
+    line = data.split(b"\n", 1)[0].decode(errors="replace").strip()
+    return line if line.startswith("SSH-") else None
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            kids += [int(k) for k in (task / "children").read_text().split()]
+    return kids
+
+
+def _ns_init_pid(nspawn_pid: int) -> int | None:
+    """PID (host view) of the container's init: the nspawn child that is PID 1 in its namespace."""
+    for kid in _children(nspawn_pid):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{kid}/status").read_text().splitlines():
+                if line.startswith("NSpid:") and line.split()[-1] == "1" and len(line.split()) > 2:
+                    return kid
+    return None
+
+
+def _mounts_under(path: Path) -> list[Path]:
+    """Mount points at or below `path`, deepest first (from /proc/self/mountinfo)."""
+    prefix = str(path.resolve())
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if point == prefix or point.startswith(prefix + "/"):
+            found.append(Path(point))
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+def _umount(point: Path) -> None:
+    if subprocess.run(["umount", str(point)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _nspawn_pids_for(run_dir: Path) -> list[int]:
+    """systemd-nspawn processes whose root directory lies under `run_dir`."""
+    prefix = str(run_dir.resolve()) + "/"
+    pids = []
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            argv = (pid_dir / "cmdline").read_bytes().split(b"\0")
+            if argv and argv[0].endswith(b"systemd-nspawn") and any(
+                a.decode(errors="replace").startswith(prefix) for a in argv
+            ):
+                pids.append(int(pid_dir.name))
+    return pids
+
+
+def _kill_nspawn(pid: int, timeout: float) -> None:
+    """Orderly container shutdown (nspawn turns SIGTERM into a poweroff), then SIGKILL."""
+    init = _ns_init_pid(pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _pid_alive(pid):
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                break
+        time.sleep(0.1)
+    if _pid_alive(pid):
+        for p in (init, pid):
+            if p:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def cleanup_run(run_dir: Path, timeout: float = 15.0) -> None:
+    """Stop every container of a fleet run, unmount its overlays and remove its state dir."""
+    pids = _nspawn_pids_for(run_dir)
+    with ThreadPoolExecutor(max_workers=max(1, len(pids))) as pool:
+        list(pool.map(lambda p: _kill_nspawn(p, timeout), pids))
+    for point in _mounts_under(run_dir):
+        _umount(point)
+    left = _mounts_under(run_dir)
+    if left:
+        raise RuntimeError(f"could not unmount {', '.join(map(str, left))}; not removing {run_dir}")
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def cleanup_stale(force: bool = False) -> list[Path]:
+    """Clean fleet runs whose owner process is gone (all runs with `force`). Returns what was cleaned."""
+    cleaned = []
+    if not STATE_ROOT.is_dir():
+        return cleaned
+    for run_dir in sorted(STATE_ROOT.iterdir()):
+        if not run_dir.is_dir():
+            continue
+        owner = 0
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            owner = int(json.loads((run_dir / "fleet.json").read_text())["owner_pid"])
+        if force or not owner or not _pid_alive(owner) or owner == os.getpid():
+            cleanup_run(run_dir)
+            cleaned.append(run_dir)
+    return cleaned
+
+
+# ---------------------------------------------------------------------------------------------
+# the fleet
+# ---------------------------------------------------------------------------------------------
+
+class Fleet:
+    """Boot, drive and tear down the test fleet. Use as a context manager or call up()/down()."""
+
+    def __init__(self, extra: int = 0, state_dir: Path | None = None, boot_timeout: float | None = None):
+        specs = list(SCENARIO) + extra_hosts(extra)
+        run = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        self.dir = Path(state_dir) if state_dir else STATE_ROOT / run
+        self.hosts: list[Host] = [Host(s, self.dir / "hosts" / s.name) for s in specs]
+        self._by_name = {h.name: h for h in self.hosts}
+        self.identity_file = self.dir / "id_ed25519"
+        self.known_hosts = self.dir / "known_hosts"
+        self.inventory_path = self.dir / "inventory.yaml"
+        self.boot_timeout = boot_timeout or 90.0 + 2.0 * len(self.hosts)
+        self.base: Path | None = None
+        self.timings: dict[str, float] = {}
+        self._lock_file: object | None = None
+        self._down = False
+        self._mutex = threading.Lock()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def __enter__(self) -> Fleet:
+        return self.up()
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    def host(self, name: str) -> Host:
+        """The host called `name` (KeyError if there is none)."""
+        return self._by_name[name]
+
+    def up(self) -> Fleet:
+        """Build (or reuse) the base, prepare every host, boot them in parallel, wait for sshd."""
+        reason = unavailable_reason()
+        if reason:
+            raise RuntimeError(reason)
+        self._take_lock()
+        atexit.register(self.down)
+        _install_term_handler()
+        try:
+            t0 = time.monotonic()
+            self.base = builder.ensure_base()
+            self.timings["base"] = time.monotonic() - t0
+            check_port_free(h.address for h in self.hosts)
+            t1 = time.monotonic()
+            self._prepare()
+            self.timings["prepare"] = time.monotonic() - t1
+            t2 = time.monotonic()
+            for h in self.hosts:
+                self._spawn(h)
+            self._wait_ssh(self.hosts)
+            self.timings["boot"] = time.monotonic() - t2
+        except BaseException:
+            self.down()
+            raise
+        _log(f"fleet up: {len(self.hosts)} hosts, inventory {self.inventory_path} "
+             f"(prepare {self.timings['prepare']:.1f} s, boot {self.timings['boot']:.1f} s)")
+        return self
+
+    def down(self) -> None:
+        """Stop every container, unmount every overlay, remove the state dir. Idempotent."""
+        with self._mutex:
+            if self._down:
+                return
+            self._down = True
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.down)
+        for h in self.hosts:
+            h.proc = None
+        if self.dir.exists():
+            cleanup_run(self.dir)
+        if self._lock_file is not None:
+            self._lock_file.close()  # type: ignore[attr-defined]
+            self._lock_file = None
+
+    def _take_lock(self) -> None:
+        """One fleet per machine at a time (they would share 127.0.2.x:22): wait for the lock."""
+        STATE_ROOT.mkdir(parents=True, exist_ok=True)
+        lock = open(STATE_ROOT / ".lock", "a+")  # noqa: SIM115 - held for the fleet's lifetime
+        wait = float(os.environ.get("AMI_AUDITOR_FLEET_LOCK_WAIT", "900"))
+        deadline = time.monotonic() + wait
+        said = False
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    lock.close()
+                    raise RuntimeError(f"another test fleet holds {STATE_ROOT}/.lock for over {wait:.0f} s") \
+                        from None
+                if not said:
+                    _log(f"another test fleet is running; waiting up to {wait:.0f} s for {STATE_ROOT}/.lock")
+                    said = True
+                time.sleep(1)
+        self._lock_file = lock
+        cleanup_stale()
+        self.dir.mkdir(parents=True)
+        (self.dir / "fleet.json").write_text(json.dumps({"owner_pid": os.getpid()}))
+
+    # -- preparing hosts ------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ami-auditor-fleet",
+                        "-f", str(self.identity_file)], check=True)
+        pub = (self.dir / "id_ed25519.pub").read_text()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda h: self._prepare_host(h, pub), self.hosts))
+        lines = []
+        for h in self.hosts:
+            for key in sorted((h.root / "etc/ssh").glob("ssh_host_*_key.pub")):
+                kind, blob = key.read_text().split()[:2]
+                lines.append(f"{h.address} {kind} {blob}\n")
+        self.known_hosts.write_text("".join(lines))
+        self._write_inventory()
+
+    def _prepare_host(self, h: Host, client_pub: str) -> None:
+        assert self.base is not None
+        for d in ("upper", "work", "merged"):
+            (h.dir / d).mkdir(parents=True)
+        subprocess.run(
+            ["mount", "-t", "overlay", "overlay", "-o",
+             f"lowerdir={self.base},upperdir={h.upper},workdir={h.dir / 'work'}", str(h.root)],
+            check=True, capture_output=True,
+        )
+        r = h.root
+        (r / "etc/hostname").write_text(h.name + "\n")
+        (r / "etc/hosts").write_text(f"127.0.0.1\tlocalhost\n{h.address}\t{h.name}\n")
+        (r / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
+        subprocess.run(["ssh-keygen", "-A", "-f", str(r)], check=True, capture_output=True)
+        (r / "etc/ssh/sshd_config.d/20-listen.conf").write_text(f"ListenAddress {h.address}:{SSH_PORT}\n")
+        ssh_dir = r / "root/.ssh"
+        ssh_dir.mkdir(mode=0o700, exist_ok=True)
+        (ssh_dir / "authorized_keys").write_text(client_pub)
+        os.chmod(ssh_dir / "authorized_keys", 0o600)
+        _install_scenario(h.spec, r)
+
+    def _write_inventory(self) -> None:
+        doc = {
+            "defaults": {"ssh": {"user": "root", "identity_file": str(self.identity_file),
+                                 "known_hosts": str(self.known_hosts)}},
+            "hosts": [{"name": h.name, "target": h.target, "labels": h.labels} for h in self.hosts],
+        }
+        self.inventory_path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
+
+    # -- running hosts --------------------------------------------------------------------------
+
+    def _spawn(self, h: Host) -> None:
+        if h.running:
+            raise RuntimeError(f"{h.name} is already running")
+        with open(h.console_log, "ab") as log:
+            h.proc = subprocess.Popen(
+                ["systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--boot",
+                 "--console=read-only", "--link-journal=no", "--resolv-conf=off", "--timezone=off",
+                 f"--machine={h.name}", "-D", str(h.root)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=NSPAWN_ENV, start_new_session=True,
+            )
+
+    def _wait_ssh(self, hosts: Sequence[Host], timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (timeout or self.boot_timeout)
+        pending = list(hosts)
+        while pending:
+            for h in list(pending):
+                if h.proc is not None and h.proc.poll() is not None:
+                    raise RuntimeError(f"{h.name}: systemd-nspawn exited with {h.proc.returncode}\n"
+                                       f"{self.console_tail(h.name)}")
+                if _ssh_banner(h.address, timeout=0.5):
+                    pending.remove(h)
+            if pending and time.monotonic() > deadline:
+                h = pending[0]
+                raise TimeoutError(f"no SSH banner from {', '.join(p.name for p in pending)} after "
+                                   f"{timeout or self.boot_timeout:.0f} s; {h.name} console:\n"
+                                   f"{self.console_tail(h.name)}")
+            if pending:
+                time.sleep(0.25)
+
+    def console_tail(self, name: str, lines: int = 40) -> str:
+        """The last lines of a host's console log."""
+        with contextlib.suppress(OSError):
+            text = self.host(name).console_log.read_text(errors="replace")
+            return "\n".join(text.splitlines()[-lines:])
+        return "(no console log)"
+
+    def init_pid(self, name: str) -> int:
+        """Host PID of the container's init (systemd)."""
+        h = self.host(name)
+        if not h.running:
+            raise RuntimeError(f"{name} is not running")
+        assert h.proc is not None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pid = _ns_init_pid(h.proc.pid)
+            if pid:
+                return pid
+            time.sleep(0.05)
+        raise RuntimeError(f"{name}: no container init under nspawn pid {h.proc.pid}")
+
+    def exec(self, name: str, argv: Sequence[str], timeout: float = 30.0, check: bool = False,
+             input: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Run `argv` inside the host (its mount/uts/ipc/pid/cgroup namespaces) and capture text output."""
+        pid = self.init_pid(name)
+        cmd = ["nsenter", "-t", str(pid), "-m", "-u", "-i", "-p", "-C", "--", *argv]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=check,
+                              input=input, env=EXEC_ENV)
+
+    def stop(self, name: str, timeout: float = 20.0) -> None:
+        """Power the host off (SIGKILL after `timeout`). Its disk (overlay upper dir) is kept."""
+        h = self.host(name)
+        if h.proc is None:
+            return
+        _kill_nspawn(h.proc.pid, timeout)
+        h.proc.wait()
+        h.proc = None
+
+    def start(self, name: str, timeout: float | None = None) -> None:
+        """Boot a stopped host and wait for its sshd."""
+        h = self.host(name)
+        check_port_free([h.address])
+        self._spawn(h)
+        self._wait_ssh([h], timeout)
+
+    def systemctl_show(self, name: str, unit: str, props: Sequence[str]) -> dict[str, str]:
+        """`systemctl show -p ...` for one unit inside a host, as a dict."""
+        out = self.exec(name, ["systemctl", "show", "-p", ",".join(props), unit], check=True).stdout
+        return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+    def wait_for(self, name: str, predicate: Callable[[Fleet, Host], bool], timeout: float = 60.0,
+                 interval: float = 0.5, what: str = "condition") -> None:
+        """Poll `predicate(fleet, host)` until it is true; TimeoutError after `timeout` seconds."""
+        h = self.host(name)
+        deadline = time.monotonic() + timeout
+        while not predicate(self, h):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name}: {what} not reached within {timeout:.0f} s")
+            time.sleep(interval)
+
+    def wait_crashloop(self, names: Sequence[str] = AZ_B_HOSTS, min_restarts: int = 1,
+                       timeout: float = 60.0) -> dict[str, int]:
+        """Wait until ecs.service has NRestarts >= `min_restarts` on `names`; returns the counts."""
+        counts: dict[str, int] = {}
+
+        def restarted(fleet: Fleet, h: Host) -> bool:
+            n = int(fleet.systemctl_show(h.name, "ecs.service", ["NRestarts"]).get("NRestarts", "0") or 0)
+            counts[h.name] = n
+            return n >= min_restarts
+
+        for n in names:
+            self.wait_for(n, restarted, timeout=timeout, what=f"ecs.service NRestarts >= {min_restarts}")
+        return counts
+
+    def memory_usage(self) -> dict[str, int]:
+        """Proportional set size (bytes) of all processes in each running host."""
+        usage: dict[str, int] = {}
+        for h in self.hosts:
+            if not h.running:
+                continue
+            ns = os.readlink(f"/proc/{self.init_pid(h.name)}/ns/pid")
+            total = 0
+            for pid_dir in Path("/proc").iterdir():
+                if not pid_dir.name.isdigit():
+                    continue
+                with contextlib.suppress(OSError):
+                    if os.readlink(pid_dir / "ns/pid") != ns:
+                        continue
+                    for line in (pid_dir / "smaps_rollup").read_text().splitlines():
+                        if line.startswith("Pss:"):
+                            total += int(line.split()[1]) * 1024
+            usage[h.name] = total
+        return usage
+
+
+# ---------------------------------------------------------------------------------------------
+# the scenario written into each host
+# ---------------------------------------------------------------------------------------------
+
+def _instance_id(name: str) -> str:
+    return "i-0" + hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def _write(path: Path, text: str | bytes, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    os.chmod(path, mode)
+
+
+def _enable(root: Path, unit: str) -> None:
+    wants = root / "etc/systemd/system/multi-user.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    link = wants / unit
+    if not link.is_symlink():
+        os.symlink(f"/etc/systemd/system/{unit}", link)
+
+
+def _install_scenario(spec: HostSpec, root: Path) -> None:
+    """Write the incident scenario (FIELD-NOTES §1, §6) into a host's root filesystem."""
+    p = PAYLOAD
+    _write(root / "etc/systemd/system/ecs.service", (p / "ecs.service").read_text())
+    _write(root / "usr/libexec/amazon-ecs-init", (p / "amazon-ecs-init").read_text(), 0o755)
+    _write(root / "etc/ecs/ecs.config", (p / "ecs.config").read_text())
+    (root / "var/log/ecs").mkdir(parents=True, exist_ok=True)
+    _write(root / "etc/systemd/system" / EXTRA_UNIT, (p / EXTRA_UNIT).read_text())
+    for unit in spec.enabled_units:
+        _enable(root, unit)
+
+    kubelet = (p / f"kubelet-{spec.kubelet}").read_bytes()
+    _write(root / "usr/local/bin/kubelet", kubelet, 0o755)
+    digest = hashlib.sha256(kubelet).hexdigest()
+    url = EKS_KUBELET_URL if spec.kubelet == "eks" else UPSTREAM_KUBELET_URL
+    user_data = (
+        "#!/bin/bash\n"
+        "# node bootstrap (user data)\n"
+        "set -euxo pipefail\n"
+        f"KUBELET_URL={url}\n"
+        'curl -sSL --retry 5 -o /usr/local/bin/kubelet "$KUBELET_URL"\n'
+        'curl -sSL --retry 5 -o /tmp/kubelet.sha256 "$KUBELET_URL.sha256"\n'
+        'echo "$(cat /tmp/kubelet.sha256)  /usr/local/bin/kubelet" | sha256sum -c -\n'
+        "chmod +x /usr/local/bin/kubelet\n"
+        "/usr/local/bin/kubelet --version\n"
+    )
+    version = "Kubernetes v1.29.3-eks-ae9a62a" if spec.kubelet == "eks" else "Kubernetes v1.29.3"
+    _write(root / "var/lib/cloud/instance/user-data.txt", user_data, 0o600)
+    _write(root / "var/log/cloud-init-output.log", (
+        "Cloud-init v. 23.4.4-0ubuntu0~20.04.1 running 'init' at Fri, 19 Apr 2024 10:02:11 +0000. Up 6.12 seconds.\n"
+        "Cloud-init v. 23.4.4-0ubuntu0~20.04.1 running 'modules:final' at Fri, 19 Apr 2024 10:02:19 +0000. "
+        "Up 14.40 seconds.\n"
+        f"+ KUBELET_URL={url}\n"
+        f"+ curl -sSL --retry 5 -o /usr/local/bin/kubelet {url}\n"
+        f"+ curl -sSL --retry 5 -o /tmp/kubelet.sha256 {url}.sha256\n"
+        "++ cat /tmp/kubelet.sha256\n"
+        f"+ echo '{digest}  /usr/local/bin/kubelet'\n"
+        "+ sha256sum -c -\n"
+        "/usr/local/bin/kubelet: OK\n"
+        "+ chmod +x /usr/local/bin/kubelet\n"
+        "+ /usr/local/bin/kubelet --version\n"
+        f"{version}\n"
+        "Cloud-init v. 23.4.4-0ubuntu0~20.04.1 finished at Fri, 19 Apr 2024 10:02:31 +0000. Up 26.02 seconds\n"
+    ), 0o640)
+
+    iid = _instance_id(spec.name)
+    data = {
+        "v1": {
+            "availability_zone": spec.az, "cloud_name": "aws", "instance_id": iid,
+            "instance_type": "p4d.24xlarge", "local_hostname": spec.name, "platform": "ec2",
+            "region": REGION, "distro": "debian", "distro_release": "bookworm",
+        },
+        "ds": {"meta_data": {
+            "ami-id": AMI_ID, "instance-id": iid, "instance-type": "p4d.24xlarge",
+            "local-hostname": spec.name, "local-ipv4": spec.address,
+            "placement": {"availability-zone": spec.az, "availability-zone-id": AZ_IDS[spec.az],
+                          "region": REGION},
+        }},
+    }
+    _write(root / "var/lib/cloud/data/instance-data.json", json.dumps(data, indent=2) + "\n")
+    _write(root / "etc/tmpfiles.d/cloud-init-fleet.conf", (p / "cloud-init-fleet.conf").read_text())
+    _write(root / "etc/image-id", (
+        'image_name="Deep Learning Base OSS Nvidia Driver AMI (Debian 12) Version 72.1"\n'
+        'image_version="72.1"\nimage_arch="x86_64"\n'
+        f'image_file="{AMI_ID}"\nimage_date="20240419"\nrecipe_name="dlami-base"\n'
+    ))
+
+
+_TERM_INSTALLED = False
+
+
+def _install_term_handler() -> None:
+    """Turn SIGTERM/SIGHUP into SystemExit (when nobody else handles them) so finalizers and atexit run."""
+    global _TERM_INSTALLED
+    if _TERM_INSTALLED or threading.current_thread() is not threading.main_thread():
+        return
+
+    def _raise(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _raise)
+    _TERM_INSTALLED = True
