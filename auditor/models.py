@@ -64,3 +64,49 @@ class HostResult:
     @property
     def name(self) -> str:
         return self.spec.name
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule matched on a host (optionally on one item, e.g. a unit)."""
+
+    host: str
+    rule: str
+    severity: str
+    title: str
+    description: str = ""
+    remediation: str = ""
+    item: str | None = None  # the matched item's key (unit name, binary name, …) when the rule selects items
+    evidence: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    waived: bool = False
+    waiver: str | None = None  # waiver reason (or why an expired waiver no longer applies)
+
+
+@dataclass(frozen=True)
+class DriftItem:
+    """One difference between a host and the golden baseline."""
+
+    host: str
+    path: str  # names the fact unambiguously, unit/binary name included: facts.systemd.units[ecs.service].unit_file_state
+    kind: str  # added | removed | changed
+    expected: Any
+    actual: Any
+    severity: str = "medium"
+
+
+@dataclass
+class Report:
+    """Everything a renderer sees. Stages (judge, compare) fill their sections."""
+
+    hosts: list[HostResult]
+    generated_at: str
+    fail_on: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    drift: list[DriftItem] = field(default_factory=list)
+    comparison: dict[str, Any] | None = None  # {group_by, groups, splits: [...], outliers: [...]}
+    symptom: dict[str, Any] | None = None  # {symptom, hosts_with, hosts_without, ranked: [...]}
+    baseline: dict[str, Any] | None = None  # {path, source_host, captured_at}
+    rules: list[dict[str, Any]] = field(default_factory=list)  # rules that ran: id, severity, title
+    notes: list[str] = field(default_factory=list)  # e.g. expired waivers
+    exit_code: int = 0

@@ -1,0 +1,81 @@
+"""The render stage of `scan`: --format/--out, writing one file per format, and the terminal summary."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..context import Env
+from ..errors import InputError
+from ..models import SEVERITIES, Report
+from ..reportdoc import report_to_dict, validate_report
+from . import RENDERERS
+
+REPORT_STEM = "report"
+
+
+@dataclass(frozen=True)
+class RenderPlan:
+    formats: tuple[str, ...]
+    out: Path | None
+
+
+def parse_formats(value: str) -> tuple[str, ...]:
+    formats = tuple(f.strip() for f in value.split(",") if f.strip())
+    unknown = [f for f in formats if f not in RENDERERS]
+    if unknown:
+        raise InputError(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(RENDERERS)}")
+    return formats
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", default="json", metavar="FMT[,FMT…]",
+                        help=f"report formats: {', '.join(RENDERERS)} (default json)")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="write report.<ext> per format here (default: no files, summary only)")
+
+
+def prepare(args: argparse.Namespace) -> RenderPlan:
+    return RenderPlan(parse_formats(args.format), Path(args.out) if args.out else None)
+
+
+def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = REPORT_STEM) -> list[Path]:
+    """Render each format to out/stem.ext (atomic rename)."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        render, ext = RENDERERS[fmt]
+        path = out / f"{stem}.{ext}"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(render(doc), encoding="utf-8")
+        tmp.replace(path)
+        written.append(path)
+    return written
+
+
+def apply(plan: RenderPlan, report: Report, snapshots: list[dict]) -> None:
+    if plan.out is None:
+        return
+    doc = report_to_dict(report)
+    validate_report(doc)
+    write_formats(doc, plan.formats, plan.out)
+
+
+def summarize(report: Report, env: Env) -> None:
+    """A concise terminal summary: findings by severity, top findings, hosts not reached."""
+    active = [f for f in report.findings if not f.waived]
+    counts = ", ".join(f"{sum(f.severity == s for f in active)} {s}" for s in SEVERITIES)
+    reached = sum(h.status == "ok" for h in report.hosts)
+    env.out(f"\n{reached}/{len(report.hosts)} hosts reached; findings: {counts}; "
+            f"waived: {sum(f.waived for f in report.findings)}; drift: {len(report.drift)}")
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    for f in sorted(active, key=lambda f: (order[f.severity], f.rule, f.host))[:15]:
+        env.out(f"  [{f.severity.upper():8}] {f.host}: {f.title}")
+    if len(active) > 15:
+        env.out(f"  … {len(active) - 15} more in the report")
+    for note in report.notes:
+        env.out(f"  note: {note}")
+    for split in ((report.comparison or {}).get("splits") or [])[:5]:
+        env.out(f"  split by {split['group_by']}: {split['path']} (score {split['score']:.2f})")
+    env.out(f"exit code {report.exit_code}")

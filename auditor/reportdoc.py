@@ -1,0 +1,114 @@
+"""The report document (`ami-auditor/report/1`): the Report as a JSON dict, validated by its schema.
+
+Renderers take this dict, so a saved report re-renders exactly like a fresh one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+from . import REPORT_SCHEMA, __version__
+from .errors import InputError
+from .models import SEVERITIES, HostResult, Report
+
+
+def _host(result: HostResult) -> dict[str, Any]:
+    snap = result.snapshot or {}
+    labels = dict(snap.get("labels") or result.spec.labels)
+    return {
+        "name": result.name,
+        "target": result.spec.target,
+        "labels": labels,
+        "status": result.status,
+        "error": result.error,
+        "duration_s": round(result.duration_s, 3),
+        "collector_errors": dict(snap.get("errors") or {}),
+        "facts_summary": _facts_summary(snap) if snap else None,
+    }
+
+
+def _facts_summary(snap: dict[str, Any]) -> dict[str, Any]:
+    """A few headline facts per host for renderers (they never see snapshots)."""
+    facts = snap.get("facts") or {}
+    host = snap.get("host") or {}
+    memory = (facts.get("cgroups") or {}).get("memory") or {}
+    return {
+        "hostname": host.get("hostname"),
+        "instance_id": host.get("instance_id"),
+        "ami_id": host.get("ami_id"),
+        "az": host.get("az"),
+        "os": (facts.get("os") or {}).get("pretty_name"),
+        "kernel": (facts.get("kernel") or {}).get("release"),
+        "dying_memcgs": memory.get("dying"),
+        "enabled_units": len((facts.get("systemd") or {}).get("enabled_units") or []),
+    }
+
+
+def summary(report: Report) -> dict[str, Any]:
+    by_status = Counter(h.status for h in report.hosts)
+    active = [f for f in report.findings if not f.waived]
+    by_severity = {s: sum(1 for f in active if f.severity == s) for s in SEVERITIES}
+    return {
+        "hosts": len(report.hosts),
+        "by_status": dict(sorted(by_status.items())),
+        "findings_by_severity": by_severity,
+        "findings": len(active),
+        "waived": sum(1 for f in report.findings if f.waived),
+        "drift": len(report.drift),
+        "exit_code": report.exit_code,
+    }
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    """Serialize a Report; hosts carry status and headline facts, never whole snapshots."""
+    return {
+        "schema": REPORT_SCHEMA,
+        "tool_version": __version__,
+        "generated_at": report.generated_at,
+        "fail_on": report.fail_on,
+        "summary": summary(report),
+        "hosts": [_host(h) for h in report.hosts],
+        "findings": [{**asdict(f), "tags": list(f.tags)} for f in report.findings],
+        "drift": [asdict(d) for d in report.drift],
+        "comparison": report.comparison,
+        "symptom": report.symptom,
+        "baseline": report.baseline,
+        "rules": report.rules,
+        "notes": report.notes,
+    }
+
+
+@lru_cache(maxsize=1)
+def report_json_schema() -> dict[str, Any]:
+    text = resources.files("auditor.schemas").joinpath("report.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def validate_report(doc: dict[str, Any], path: str = "<report>") -> None:
+    """Raise InputError naming the first schema violation."""
+    try:
+        jsonschema.validate(doc, report_json_schema())
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        raise InputError(f"not a valid {REPORT_SCHEMA} document at {where or 'top level'}: {exc.message}",
+                         path) from None
+
+
+def load_report(path: str) -> dict[str, Any]:
+    """Read a saved report JSON (for `ami-auditor report`), validated against its schema."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc}", path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
+    validate_report(doc, path)
+    return doc
