@@ -31,7 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name == f"{__package__}.commands.{name}":
                 continue  # command not built yet
             raise
-        module.register(sub)
+        try:
+            module.register(sub)
+        except ModuleNotFoundError as exc:  # a stage the command needs is not built yet
+            if not (exc.name or "").startswith(f"{__package__}."):
+                raise
     return parser
 
 

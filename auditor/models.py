@@ -88,7 +88,8 @@ class DriftItem:
     """One difference between a host and the golden baseline."""
 
     host: str
-    path: str  # names the fact unambiguously, unit/binary name included: facts.systemd.units[ecs.service].unit_file_state
+    # names the fact unambiguously, unit/binary name included: facts.systemd.units[ecs.service].unit_file_state
+    path: str
     kind: str  # added | removed | changed
     expected: Any
     actual: Any
