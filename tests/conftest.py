@@ -25,8 +25,14 @@ def _fleet_or_skip() -> None:
 
 @pytest.fixture(scope="session")
 def fleet(request: pytest.FixtureRequest) -> Iterator[Fleet]:
-    """The booted test fleet (golden, a1-a3, b1-b3; plus $AMI_AUDITOR_FLEET_EXTRA hosts x01..)."""
+    """The booted test fleet (golden, a1-a3, b1-b3; plus $AMI_AUDITOR_FLEET_EXTRA hosts x01..).
+
+    With AMI_AUDITOR_FLEET_ATTACH=1, use the fleet a running `python -m tests.fleet up` booted.
+    """
     _fleet_or_skip()
+    if os.environ.get("AMI_AUDITOR_FLEET_ATTACH") == "1":
+        yield Fleet.attach()
+        return
     f = Fleet(extra=int(os.environ.get("AMI_AUDITOR_FLEET_EXTRA", "0")))
     request.addfinalizer(f.down)
     f.up()

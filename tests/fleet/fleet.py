@@ -84,6 +84,7 @@ class Host:
     spec: HostSpec
     dir: Path
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    nspawn_pid: int | None = None  # set also when attached to a fleet another process booted
 
     @property
     def name(self) -> str:
@@ -120,7 +121,9 @@ class Host:
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        if self.proc is not None:
+            return self.proc.poll() is None
+        return self.nspawn_pid is not None and _pid_alive(self.nspawn_pid)
 
 
 def unavailable_reason() -> str | None:
@@ -138,6 +141,20 @@ def unavailable_reason() -> str | None:
 
 def _log(msg: str) -> None:
     builder._log(msg)
+
+
+# Every container's systemd, journald, logind, dbus... takes inotify instances from root's shared
+# per-user budget (default 128): about 7 hosts' worth. Beyond that, units fail with EMFILE.
+SYSCTL_MINIMUMS = {"fs/inotify/max_user_instances": 8192, "fs/inotify/max_user_watches": 524288}
+
+
+def tune_kernel() -> None:
+    """Raise the host-wide limits that many booted containers exhaust (never lowers them)."""
+    for key, minimum in SYSCTL_MINIMUMS.items():
+        path = Path("/proc/sys") / key
+        if int(path.read_text()) < minimum:
+            _log(f"raising {key.replace('/', '.')} to {minimum} for the fleet")
+            path.write_text(f"{minimum}\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,28 +280,31 @@ def _umount(point: Path) -> None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """True when `pid` exists and is not a zombie."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def _nspawn_pids_for(run_dir: Path) -> list[int]:
     """systemd-nspawn processes whose root directory lies under `run_dir`."""
+    return list(_nspawn_roots(run_dir).values())
+
+
+def _nspawn_roots(run_dir: Path) -> dict[str, int]:
+    """Root directory → pid of the live systemd-nspawn processes whose root lies under `run_dir`."""
     prefix = str(run_dir.resolve()) + "/"
-    pids = []
+    pids: dict[str, int] = {}
     for pid_dir in Path("/proc").iterdir():
         if not pid_dir.name.isdigit():
             continue
         with contextlib.suppress(OSError):
             argv = (pid_dir / "cmdline").read_bytes().split(b"\0")
-            if argv and argv[0].endswith(b"systemd-nspawn") and any(
-                a.decode(errors="replace").startswith(prefix) for a in argv
-            ):
-                pids.append(int(pid_dir.name))
+            roots = [a.decode(errors="replace") for a in argv if a.startswith(prefix.encode())]
+            if argv[0].endswith(b"systemd-nspawn") and roots and _pid_alive(int(pid_dir.name)):
+                pids[roots[0]] = int(pid_dir.name)
     return pids
 
 
@@ -359,6 +379,7 @@ class Fleet:
         self.timings: dict[str, float] = {}
         self._lock_file: object | None = None
         self._down = False
+        self._attached = False
         self._mutex = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -386,6 +407,7 @@ class Fleet:
             self.base = builder.ensure_base()
             self.timings["base"] = time.monotonic() - t0
             check_port_free(h.address for h in self.hosts)
+            tune_kernel()
             t1 = time.monotonic()
             self._prepare()
             self.timings["prepare"] = time.monotonic() - t1
@@ -394,12 +416,35 @@ class Fleet:
                 self._spawn(h)
             self._wait_ssh(self.hosts)
             self.timings["boot"] = time.monotonic() - t2
+            self._write_meta(ready=True)
         except BaseException:
             self.down()
             raise
         _log(f"fleet up: {len(self.hosts)} hosts, inventory {self.inventory_path} "
              f"(prepare {self.timings['prepare']:.1f} s, boot {self.timings['boot']:.1f} s)")
         return self
+
+    @classmethod
+    def attach(cls, run_dir: Path | None = None) -> Fleet:
+        """Use a fleet that another live process booted (e.g. `python -m tests.fleet up`).
+
+        `run_dir` defaults to the newest live run. down() of an attached fleet leaves it running.
+        """
+        runs = [run_dir] if run_dir else sorted(STATE_ROOT.glob("*/fleet.json"), reverse=True)
+        for run in runs:
+            run = Path(run)
+            meta_path = run / "fleet.json" if run.is_dir() else run
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                meta = json.loads(meta_path.read_text())
+                if _pid_alive(int(meta["owner_pid"])) and meta.get("ready", True):
+                    fleet = cls(extra=int(meta.get("extra", 0)), state_dir=meta_path.parent)
+                    fleet._attached = True
+                    fleet._down = False
+                    roots = _nspawn_roots(fleet.dir)
+                    for h in fleet.hosts:
+                        h.nspawn_pid = roots.get(str(h.root.resolve()))
+                    return fleet
+        raise RuntimeError(f"no running test fleet to attach to under {run_dir or STATE_ROOT}")
 
     def down(self) -> None:
         """Stop every container, unmount every overlay, remove the state dir. Idempotent."""
@@ -409,8 +454,11 @@ class Fleet:
             self._down = True
         with contextlib.suppress(Exception):
             atexit.unregister(self.down)
+        if self._attached:
+            return
         for h in self.hosts:
             h.proc = None
+            h.nspawn_pid = None
         if self.dir.exists():
             cleanup_run(self.dir)
         if self._lock_file is not None:
@@ -434,13 +482,21 @@ class Fleet:
                     raise RuntimeError(f"another test fleet holds {STATE_ROOT}/.lock for over {wait:.0f} s") \
                         from None
                 if not said:
-                    _log(f"another test fleet is running; waiting up to {wait:.0f} s for {STATE_ROOT}/.lock")
+                    _log(f"another test fleet is running; waiting up to {wait:.0f} s for {STATE_ROOT}/.lock "
+                         "(AMI_AUDITOR_FLEET_ATTACH=1 makes the tests use that fleet instead)")
                     said = True
                 time.sleep(1)
         self._lock_file = lock
         cleanup_stale()
         self.dir.mkdir(parents=True)
-        (self.dir / "fleet.json").write_text(json.dumps({"owner_pid": os.getpid()}))
+        self._write_meta(ready=False)
+
+    def _write_meta(self, ready: bool) -> None:
+        meta = {"owner_pid": os.getpid(), "extra": len(self.hosts) - len(SCENARIO), "ready": ready,
+                "inventory": str(self.inventory_path)}
+        tmp = self.dir / "fleet.json.tmp"
+        tmp.write_text(json.dumps(meta))
+        os.replace(tmp, self.dir / "fleet.json")
 
     # -- preparing hosts ------------------------------------------------------------------------
 
@@ -471,7 +527,11 @@ class Fleet:
         (r / "etc/hostname").write_text(h.name + "\n")
         (r / "etc/hosts").write_text(f"127.0.0.1\tlocalhost\n{h.address}\t{h.name}\n")
         (r / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
-        subprocess.run(["ssh-keygen", "-A", "-f", str(r)], check=True, capture_output=True)
+        # RSA keys cost ~1.5 s of CPU each: only the scenario hosts get one (benchmark hosts x.. don't).
+        kinds = ["ed25519", "ecdsa"] + (["rsa"] if h.spec in SCENARIO else [])
+        for kind in kinds:
+            subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", "", "-C", f"root@{h.name}",
+                            "-f", str(r / f"etc/ssh/ssh_host_{kind}_key")], check=True, capture_output=True)
         (r / "etc/ssh/sshd_config.d/20-listen.conf").write_text(f"ListenAddress {h.address}:{SSH_PORT}\n")
         ssh_dir = r / "root/.ssh"
         ssh_dir.mkdir(mode=0o700, exist_ok=True)
@@ -493,6 +553,7 @@ class Fleet:
         if h.running:
             raise RuntimeError(f"{h.name} is already running")
         with open(h.console_log, "ab") as log:
+            h.nspawn_pid = None
             h.proc = subprocess.Popen(
                 ["systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--boot",
                  "--console=read-only", "--link-journal=no", "--resolv-conf=off", "--timezone=off",
@@ -500,14 +561,16 @@ class Fleet:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=NSPAWN_ENV, start_new_session=True,
             )
+            h.nspawn_pid = h.proc.pid
 
     def _wait_ssh(self, hosts: Sequence[Host], timeout: float | None = None) -> None:
         deadline = time.monotonic() + (timeout or self.boot_timeout)
         pending = list(hosts)
         while pending:
             for h in list(pending):
-                if h.proc is not None and h.proc.poll() is not None:
-                    raise RuntimeError(f"{h.name}: systemd-nspawn exited with {h.proc.returncode}\n"
+                if not h.running:
+                    code = h.proc.returncode if h.proc is not None else "?"
+                    raise RuntimeError(f"{h.name}: systemd-nspawn exited with {code}\n"
                                        f"{self.console_tail(h.name)}")
                 if _ssh_banner(h.address, timeout=0.5):
                     pending.remove(h)
@@ -531,14 +594,14 @@ class Fleet:
         h = self.host(name)
         if not h.running:
             raise RuntimeError(f"{name} is not running")
-        assert h.proc is not None
+        assert h.nspawn_pid is not None
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            pid = _ns_init_pid(h.proc.pid)
+            pid = _ns_init_pid(h.nspawn_pid)
             if pid:
                 return pid
             time.sleep(0.05)
-        raise RuntimeError(f"{name}: no container init under nspawn pid {h.proc.pid}")
+        raise RuntimeError(f"{name}: no container init under nspawn pid {h.nspawn_pid}")
 
     def exec(self, name: str, argv: Sequence[str], timeout: float = 30.0, check: bool = False,
              input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -551,11 +614,13 @@ class Fleet:
     def stop(self, name: str, timeout: float = 20.0) -> None:
         """Power the host off (SIGKILL after `timeout`). Its disk (overlay upper dir) is kept."""
         h = self.host(name)
-        if h.proc is None:
+        if h.nspawn_pid is None:
             return
-        _kill_nspawn(h.proc.pid, timeout)
-        h.proc.wait()
+        _kill_nspawn(h.nspawn_pid, timeout)
+        if h.proc is not None:
+            h.proc.wait()
         h.proc = None
+        h.nspawn_pid = None
 
     def start(self, name: str, timeout: float | None = None) -> None:
         """Boot a stopped host and wait for its sshd."""
