@@ -17,8 +17,10 @@ from .parsers.packages import parse_packages
 from .parsers.systemd import parse_systemd
 from .sections import Section
 
-# Shell status the probe uses for "this facility is not on the host" (e.g. no systemctl).
+# Shell statuses the probe uses for "this facility is not on the host" (e.g. no systemctl) and for
+# "a runtime fact, not applicable to an unbooted image" (probe run with --root).
 RC_NOT_AVAILABLE = 3
+RC_OFFLINE = 5
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ def run_collector(collector: Collector, sections: dict[str, Section]) -> tuple[A
             return None, f"probe section {name!r} was cut off (output truncated or probe killed)"
         if section.rc == RC_NOT_AVAILABLE:
             return None, collector.unavailable
+        if section.rc == RC_OFFLINE:
+            return None, "not applicable to an unbooted image (runtime fact)"
         if section.rc != 0:
             return None, f"probe section {name!r} failed with status {section.rc}"
     try:

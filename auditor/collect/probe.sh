@@ -1,5 +1,7 @@
 # ami-auditor probe: static, read-only POSIX sh (dash/bash/busybox). Sent on stdin, run once.
-# Arguments: names or absolute paths of key binaries to fingerprint (validated by the caller).
+# Arguments: [--root DIR] then names or absolute paths of key binaries (validated by the caller).
+# With --root the probe audits an unbooted image mounted at DIR: it reads files below DIR with this
+# machine's tools, never executes the image's binaries, and skips runtime sections (status 5).
 # Prints sections:  @@AMI-AUDITOR-SECTION name@@ ... @@AMI-AUDITOR-END name rc=N@@
 # Never writes anything, never reads root memory.stat/memory.numa_stat (they walk dying memcgs).
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -7,6 +9,10 @@ export PATH LC_ALL=C
 renice -n 19 -p $$ >/dev/null 2>&1
 ionice -c 3 -p $$ >/dev/null 2>&1
 umask 077
+R=
+if [ "${1:-}" = "--root" ]; then R=${2%/}; shift 2; fi
+RC_OFFLINE=5
+online() { [ -z "$R" ]; }
 
 if command -v timeout >/dev/null 2>&1; then
   T() { timeout -k 1 "$@"; }
@@ -15,11 +21,14 @@ else
 fi
 has() { command -v "$1" >/dev/null 2>&1; }
 sec() { echo "@@AMI-AUDITOR-SECTION $1@@"; }
-end() { echo "@@AMI-AUDITOR-END $1 rc=$2@@"; }
+end() { printf '\n@@AMI-AUDITOR-END %s rc=%s@@\n' "$1" "$2"; }  # own line even after unterminated output
 run() { # run NAME FUNC: one bounded section, stderr kept out of the parsed stream
   sec "$1"; "$2"; end "$1" "$?"
 }
 catf() { [ -r "$1" ] && cat "$1"; }
+kv() { # kv KEY CMD...: one `KEY=value` line whatever CMD prints (trailing newlines folded)
+  _k=$1; shift; _v=$("$@" 2>/dev/null); printf '%s=%s\n' "$_k" "$_v"
+}
 
 s_meta() {
   echo "probe_version=1"
@@ -29,17 +38,22 @@ s_meta() {
 }
 
 s_identity() {
-  printf 'hostname='; (hostname 2>/dev/null || cat /proc/sys/kernel/hostname)
-  printf 'machine_id='; catf /etc/machine-id || echo
-  printf 'boot_id='; catf /proc/sys/kernel/random/boot_id || echo
-  printf 'uptime='; catf /proc/uptime || echo
-  printf 'image_id_file='; (catf /etc/image-id | tr '\n' ' '); echo
+  if online; then
+    kv hostname catf /proc/sys/kernel/hostname
+    kv boot_id catf /proc/sys/kernel/random/boot_id
+    kv uptime catf /proc/uptime
+  else
+    kv hostname catf "$R/etc/hostname"
+  fi
+  kv machine_id catf "$R/etc/machine-id"
+  printf 'image_id_file='; (catf "$R/etc/image-id" | tr '\n' ' '); echo
 }
 
-s_cloudinit() { catf /run/cloud-init/instance-data.json; }
+s_cloudinit() { online || return $RC_OFFLINE; catf /run/cloud-init/instance-data.json; }
 
 s_imds() {
   # IMDSv2 with a short timeout; only when curl exists. Prints key=value lines.
+  online || return $RC_OFFLINE
   has curl || return 3
   tok=$(T 3 curl -s -f -m 1 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' \
         http://169.254.169.254/latest/api/token 2>/dev/null) || return 4
@@ -51,22 +65,27 @@ s_imds() {
   return 0
 }
 
-s_os() { catf /etc/os-release || catf /usr/lib/os-release; }
+s_os() { catf "$R/etc/os-release" || catf "$R/usr/lib/os-release"; }
 
 s_kernel() {
-  printf 'release='; uname -r
-  printf 'version='; uname -v
-  printf 'machine='; uname -m
-  printf 'cmdline='; catf /proc/cmdline || echo
-  printf 'thp_enabled='; catf /sys/kernel/mm/transparent_hugepage/enabled || echo
-  printf 'thp_defrag='; catf /sys/kernel/mm/transparent_hugepage/defrag || echo
-  printf 'hugepages_total='; awk '/^HugePages_Total/ {print $2}' /proc/meminfo
-  printf 'mem_total_kb='; awk '/^MemTotal/ {print $2}' /proc/meminfo
-  printf 'nvidia_driver='; (catf /proc/driver/nvidia/version | head -n 1); echo
+  if ! online; then  # the newest installed kernel of the image; nothing else is known offline
+    printf 'release=%s\n' "$(ls "$R/lib/modules" "$R/usr/lib/modules" 2>/dev/null | grep -v : | sort -V | tail -n 1)"
+    return 0
+  fi
+  kv release uname -r
+  kv version uname -v
+  kv machine uname -m
+  kv cmdline catf /proc/cmdline
+  kv thp_enabled catf /sys/kernel/mm/transparent_hugepage/enabled
+  kv thp_defrag catf /sys/kernel/mm/transparent_hugepage/defrag
+  kv hugepages_total awk '/^HugePages_Total/ {print $2}' /proc/meminfo
+  kv mem_total_kb awk '/^MemTotal/ {print $2}' /proc/meminfo
+  printf 'nvidia_driver=%s\n' "$(catf /proc/driver/nvidia/version 2>/dev/null | head -n 1)"
 }
 
 s_sysctl() {
   # One grep over the chosen set: prints /proc/sys/PATH:VALUE lines.
+  online || return $RC_OFFLINE
   cd /proc/sys 2>/dev/null || return 3
   grep -H '' kernel/pid_max kernel/threads-max kernel/panic kernel/numa_balancing \
     vm/swappiness vm/max_map_count vm/overcommit_memory vm/min_free_kbytes \
@@ -81,15 +100,32 @@ s_sysctl() {
 
 booted() { has systemctl && [ -d /run/systemd/system ]; }
 
-s_systemd_version() { has systemctl || return 3; T 5 systemctl --version | head -n 1; }
+s_systemd_version() {
+  if ! online; then  # from the image's shared library name, e.g. libsystemd-shared-252.so
+    for f in "$R"/usr/lib/systemd/libsystemd-shared-*.so "$R"/lib/systemd/libsystemd-shared-*.so \
+             "$R"/usr/lib/*/systemd/libsystemd-shared-*.so; do
+      [ -e "$f" ] || continue
+      v=${f##*libsystemd-shared-}; echo "systemd ${v%%[.-]*}"; return 0
+    done
+    [ -d "$R/etc/systemd/system" ] && echo "systemd unknown" && return 0
+    return 3
+  fi
+  has systemctl || return 3; T 5 systemctl --version | head -n 1
+}
 
 s_unit_files() {
+  if ! online; then
+    has systemctl || return 3
+    T 20 systemctl --root="$R" list-unit-files --no-legend --no-pager 2>/dev/null
+    return 0
+  fi
   booted || return 3
   T 10 systemctl list-unit-files --no-legend --no-pager 2>/dev/null
 }
 
 s_units() {
   # Runtime state of loaded services/sockets/timers plus enabled unit files, in one `show` call.
+  online || return 0  # an unbooted image has no runtime state: no units, not an error
   booted || return 3
   {
     T 10 systemctl list-units --all --no-legend --no-pager --plain \
@@ -103,6 +139,7 @@ s_units() {
 
 s_restart_journal() {
   # Restart evidence from PID 1's journal this boot (the only source on systemd < 235).
+  online || return 0
   has journalctl || return 3
   T 10 journalctl -b -q --no-pager -o cat _PID=1 2>/dev/null |
     awk '/holdoff time over, scheduling restart/ || /Scheduled restart job/ {
@@ -112,6 +149,7 @@ s_restart_journal() {
 }
 
 s_cgroups() {
+  online || return $RC_OFFLINE
   printf 'fstype='; stat -fc %T /sys/fs/cgroup 2>/dev/null || echo
   printf 'unified_fstype='; stat -fc %T /sys/fs/cgroup/unified 2>/dev/null || echo
   echo '--- proc_cgroups'
@@ -142,70 +180,77 @@ s_binaries() {
     echo "@ $b"
     case $b in
       /*) p=$b ;;
-      *) p=$(command -v "$b" 2>/dev/null)
+      *) p=
+         online && p=$(command -v "$b" 2>/dev/null)
+         alt=$b; [ "$b" = ecs-init ] && alt=amazon-ecs-init  # ecs-init installs /usr/libexec/amazon-ecs-init
          if [ -z "$p" ]; then
            for d in /usr/local/bin /usr/bin /usr/sbin /usr/local/sbin /bin /sbin /usr/libexec \
                     /opt/bin /snap/bin; do
-             [ -x "$d/$b" ] && p=$d/$b && break
+             [ -x "$R$d/$b" ] && p=$d/$b && break
+             [ -x "$R$d/$alt" ] && p=$d/$alt && break
            done
          fi ;;
     esac
-    if [ -z "$p" ] || [ ! -f "$p" ]; then echo "found=0"; continue; fi
+    if [ -z "$p" ] || [ ! -f "$R$p" ]; then echo "found=0"; continue; fi
     echo "found=1"
     echo "path=$p"
-    echo "realpath=$(readlink -f "$p" 2>/dev/null)"
-    echo "stat=$(stat -Lc '%s %Y %d %i %a %U' "$p" 2>/dev/null)"
-    echo "sha256=$(T 20 sha256sum "$p" 2>/dev/null | cut -d' ' -f1)"
-    if has dpkg-query; then
-      o=$(T 10 dpkg-query -S "$p" 2>/dev/null | head -n 1)
-      [ -z "$o" ] && [ "${p#/usr}" != "$p" ] && o=$(T 10 dpkg-query -S "${p#/usr}" 2>/dev/null | head -n 1)
-      [ -z "$o" ] && o=$(T 10 dpkg-query -S "$(readlink -f "$p")" 2>/dev/null | head -n 1)
-      [ -n "$o" ] && echo "dpkg_owner=${o%%:*}"
+    rp=$(readlink -f "$R$p" 2>/dev/null); rp=${rp#"$R"}
+    echo "realpath=$rp"
+    echo "stat=$(stat -Lc '%s %Y %d %i %a %U' "$R$p" 2>/dev/null)"
+    echo "sha256=$(T 20 sha256sum "$R$p" 2>/dev/null | cut -d' ' -f1)"
+    if has dpkg-query && [ -d "$R/var/lib/dpkg" ]; then
+      for q in "$p" "${p#/usr}" "$rp"; do
+        o=$(T 10 dpkg-query --admindir="$R/var/lib/dpkg" -S "$q" 2>/dev/null | head -n 1)
+        [ -n "$o" ] && echo "dpkg_owner=${o%%:*}" && break
+      done
     fi
-    if has rpm; then
-      o=$(T 10 rpm -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p" 2>/dev/null | head -n 1)
+    if has rpm && { online || [ -d "$R/var/lib/rpm" ]; }; then
+      o=$(T 10 rpm ${R:+--root "$R"} -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p" 2>/dev/null | head -n 1)
       case $o in *"not owned"*|"") ;; *) echo "rpm_owner=$o" ;; esac
     fi
-    case ${p##*/} in
-      kubelet|kubectl|kube-proxy) v=$(T 3 "$p" --version 2>&1 | head -n 1) ;;
-      containerd|dockerd|docker|runc|crictl|nvidia-container-runtime) v=$(T 3 "$p" --version 2>&1 | head -n 1) ;;
-      nvidia-smi) v=$(T 5 "$p" --version 2>&1 | grep -i 'driver version' | head -n 1) ;;
-      *) v= ;;
-    esac
+    v=
+    if online; then  # never run an image's binaries
+      case ${p##*/} in
+        kubelet|kubectl|kube-proxy) v=$(T 3 "$p" --version 2>&1 | head -n 1) ;;
+        containerd|dockerd|docker|runc|crictl|nvidia-container-runtime) v=$(T 3 "$p" --version 2>&1 | head -n 1) ;;
+        nvidia-smi) v=$(T 5 "$p" --version 2>&1 | grep -i 'driver version' | head -n 1) ;;
+      esac
+    fi
     echo "version=$v"
     n=${p##*/}
     for f in /var/log/cloud-init-output.log /var/lib/cloud/instance/user-data.txt \
              /var/lib/cloud/instance/scripts/* /etc/eks/release /var/log/user-data.log; do
-      [ -r "$f" ] || continue
-      T 5 grep -ohE "(https?|s3)://[^ \"'<>]*/$n([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$f" 2>/dev/null |
+      [ -r "$R$f" ] || continue
+      T 5 grep -ohE "(https?|s3)://[^ \"'<>]*/$n([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$R$f" 2>/dev/null |
         head -n 5 | sed "s|^|url=$f |"
     done
   done
   return 0
 }
 
-s_eks() { catf /etc/eks/release; return 0; }
+s_eks() { catf "$R/etc/eks/release"; return 0; }
 
 s_ecs() {
-  if [ -r /etc/ecs/ecs.config ]; then
+  if [ -r "$R/etc/ecs/ecs.config" ]; then
     echo "config_present=1"
-    grep -E '^[[:space:]]*ECS_CLUSTER=' /etc/ecs/ecs.config | tail -n 1 | sed 's/^[[:space:]]*/cluster_line=/'
+    grep -E '^[[:space:]]*ECS_CLUSTER=' "$R/etc/ecs/ecs.config" | tail -n 1 | sed 's/^[[:space:]]*/cluster_line=/'
   else
     echo "config_present=0"
   fi
-  for f in /var/log/ecs/ecs-init.log /var/log/ecs/ecs-init.log.*; do
+  for f in "$R"/var/log/ecs/ecs-init.log "$R"/var/log/ecs/ecs-init.log.*; do
     [ -r "$f" ] || continue
-    printf 'log=%s ' "$f"
+    printf 'log=%s ' "${f#"$R"}"
     grep -c 'Agent exited with code' "$f"
     grep 'Agent exited with code' "$f" | tail -n 1 | sed 's/^/last_exit=/'
   done
-  if has docker; then
+  if online && has docker; then
     T 5 docker inspect -f 'agent_started={{.State.StartedAt}} agent_status={{.State.Status}} agent_restarts={{.RestartCount}}' ecs-agent 2>/dev/null
   fi
   return 0
 }
 
 s_network() {
+  online || return $RC_OFFLINE
   for i in /sys/class/net/*; do
     n=${i##*/}
     [ "$n" = lo ] && continue
@@ -223,6 +268,7 @@ s_network() {
 
 s_kernel_log() {
   # Driver trouble only (ENA resets, watchdogs, OOM), newest last, bounded.
+  online || return $RC_OFFLINE
   pat='TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Device reset completed|ena .*reset|NETDEV WATCHDOG|Out of memory: Killed|soft lockup|hung_task'
   if has journalctl && T 10 journalctl -k -b -q --no-pager -o short-monotonic 2>/dev/null | grep -E "$pat" | tail -n 200; then
     return 0
@@ -232,6 +278,7 @@ s_kernel_log() {
 }
 
 s_cpu() {
+  online || return $RC_OFFLINE
   # Two samples ~1 s apart of /proc/stat and of every thread's stat (kept only if it ran).
   n=$(grep -c '^processor' /proc/cpuinfo)
   echo "ncpu=$n"
@@ -266,13 +313,13 @@ s_cpu() {
 }
 
 s_packages() {
-  if has dpkg-query; then
+  if has dpkg-query && [ -d "$R/var/lib/dpkg" ]; then
     echo "manager=dpkg"
-    T 20 dpkg-query -W -f='${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n' 2>/dev/null |
+    T 20 dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n' 2>/dev/null |
       awk -F'\t' '$1 ~ /^ii/ {print $2 "\t" $3 "\t" $4}'
-  elif has rpm; then
+  elif has rpm && { online || [ -d "$R/var/lib/rpm" ] || [ -d "$R/usr/lib/sysimage/rpm" ]; }; then
     echo "manager=rpm"
-    T 30 rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n' 2>/dev/null
+    T 30 rpm ${R:+--root "$R"} -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n' 2>/dev/null
   else
     return 3
   fi

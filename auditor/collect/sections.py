@@ -39,6 +39,8 @@ def split_sections(raw: str) -> tuple[dict[str, Section], bool]:
             continue
         m = _END.match(line)
         if m and m.group("name") == name:
+            if lines and lines[-1] == "":  # the newline the probe puts before every end marker
+                lines.pop()
             sections[name] = Section(name, "\n".join(lines), int(m.group("rc")))
             name = None
         else:
