@@ -279,6 +279,23 @@ def _umount(point: Path) -> None:
         subprocess.run(["umount", "-l", str(point)], capture_output=True)
 
 
+def _start_time(pid: int) -> int | None:
+    """Start time of `pid` in clock ticks since boot (tells a reused pid from the original)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _owner_alive(meta: dict[str, object]) -> bool:
+    """True when the process that booted a fleet run still runs (and is the same process)."""
+    pid = int(str(meta.get("owner_pid", 0)))
+    if not pid or not _pid_alive(pid):
+        return False
+    started = meta.get("owner_start")
+    return started is None or started == _start_time(pid)
+
+
 def _pid_alive(pid: int) -> bool:
     """True when `pid` exists and is not a zombie."""
     try:
@@ -349,10 +366,10 @@ def cleanup_stale(force: bool = False) -> list[Path]:
     for run_dir in sorted(STATE_ROOT.iterdir()):
         if not run_dir.is_dir():
             continue
-        owner = 0
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            owner = int(json.loads((run_dir / "fleet.json").read_text())["owner_pid"])
-        if force or not owner or not _pid_alive(owner) or owner == os.getpid():
+        meta: dict[str, object] = {}
+        with contextlib.suppress(OSError, ValueError):
+            meta = json.loads((run_dir / "fleet.json").read_text())
+        if force or not _owner_alive(meta) or meta.get("owner_pid") == os.getpid():
             cleanup_run(run_dir)
             cleaned.append(run_dir)
     return cleaned
@@ -436,7 +453,7 @@ class Fleet:
             meta_path = run / "fleet.json" if run.is_dir() else run
             with contextlib.suppress(OSError, ValueError, KeyError):
                 meta = json.loads(meta_path.read_text())
-                if _pid_alive(int(meta["owner_pid"])) and meta.get("ready", True):
+                if _owner_alive(meta) and meta.get("ready", True):
                     fleet = cls(extra=int(meta.get("extra", 0)), state_dir=meta_path.parent)
                     fleet._attached = True
                     fleet._down = False
@@ -492,8 +509,8 @@ class Fleet:
         self._write_meta(ready=False)
 
     def _write_meta(self, ready: bool) -> None:
-        meta = {"owner_pid": os.getpid(), "extra": len(self.hosts) - len(SCENARIO), "ready": ready,
-                "inventory": str(self.inventory_path)}
+        meta = {"owner_pid": os.getpid(), "owner_start": _start_time(os.getpid()),
+                "extra": len(self.hosts) - len(SCENARIO), "ready": ready, "inventory": str(self.inventory_path)}
         tmp = self.dir / "fleet.json.tmp"
         tmp.write_text(json.dumps(meta))
         os.replace(tmp, self.dir / "fleet.json")
@@ -776,13 +793,16 @@ _TERM_INSTALLED = False
 
 
 def _install_term_handler() -> None:
-    """Turn SIGTERM/SIGHUP into SystemExit (when nobody else handles them) so finalizers and atexit run."""
+    """Turn SIGTERM/SIGHUP into KeyboardInterrupt (when nobody else handles them).
+
+    pytest then stops the session and runs fixture finalizers; atexit handlers run too.
+    """
     global _TERM_INSTALLED
     if _TERM_INSTALLED or threading.current_thread() is not threading.main_thread():
         return
 
     def _raise(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
+        raise KeyboardInterrupt(f"signal {signum}")
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
