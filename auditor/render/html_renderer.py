@@ -1,0 +1,62 @@
+"""HTML: one self-contained file (inline CSS and JS, no external assets), from reports/report.html.j2.
+
+Autoescape is on for every value. The page carries a Content-Security-Policy that allows no network
+fetches and only the report's own script (by hash), so even a missed escape could not run host text.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import ChainableUndefined, Environment, FileSystemLoader
+from markupsafe import Markup
+
+from ..models import SEVERITIES, severity_rank
+from ..resources import report_templates_dir
+from . import view
+
+TEMPLATE = "report.html.j2"
+MAX_HOST_CLASSES = 500  # beyond this the page lists the worst classes and points at the JSON
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """Templates from reports/, autoescape on; absent optional keys render empty (ChainableUndefined)."""
+    env = Environment(loader=FileSystemLoader(str(report_templates_dir())), autoescape=True,
+                      undefined=ChainableUndefined)
+    env.filters.update(show=view.show, short=lambda v, width=24: view.short(view.show(v), width), pretty=_pretty)
+    return env
+
+
+@lru_cache(maxsize=1)
+def _assets() -> tuple[Markup, Markup, str]:
+    """Inline CSS, inline JS and the CSP that allows exactly that script."""
+    folder = report_templates_dir()
+    css = (folder / "report.css").read_text(encoding="utf-8")
+    js = (folder / "report.js").read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode("ascii")
+    csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
+           "base-uri 'none'; form-action 'none'")
+    return Markup(css), Markup(js), csp
+
+
+def render(doc: dict[str, Any]) -> str:
+    css, js, csp = _assets()
+    classes = view.host_classes(doc)
+    shown = classes[:MAX_HOST_CLASSES]
+    return environment().get_template(TEMPLATE).render(
+        doc=doc, summary=doc["summary"], comparison=doc.get("comparison") or {},
+        culprit=view.culprit(doc), fsev=view.findings_by_severity(doc), by_group=view.hosts_by_group(doc),
+        heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc), findings=view.finding_groups(doc),
+        drift=view.drift_groups(doc), classes=shown, hidden_classes=len(classes) - len(shown),
+        hidden_hosts=sum(len(c.hosts) for c in classes[len(shown):]),
+        rank={s: severity_rank(s) for s in SEVERITIES}, css=css, js=js, csp=csp,
+    ) + "\n"

@@ -1,0 +1,143 @@
+"""JUnit XML for CI systems: a testsuite per host, a testcase per host × rule.
+
+<failure> for unwaived findings at or above the report's fail_on, <skipped> when every finding of that
+host × rule is waived, <error> for every rule of a host that was not reached (unknown is not a pass)
+and for each collector that failed on a reached host. Baseline drift is one more testcase per host.
+Built with xml.etree, so host text is escaped by the XML writer; characters XML cannot carry are
+shown as \\xNN.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from typing import Any
+
+from ..models import severity_rank
+from .view import at_or_above, drift_values, show
+
+DRIFT_CASE = "baseline drift"
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _text(value: Any) -> str:
+    """Text XML 1.0 can carry: control characters become visible \\xNN escapes."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", show(value))
+
+
+def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: Any) -> ET.Element:
+    el = ET.SubElement(parent, tag, {k: _text(v) for k, v in attrs.items()})
+    if text:
+        el.text = _text(text)
+    return el
+
+
+def _finding_text(f: dict[str, Any]) -> str:
+    lines = [f"[{f['severity']}] {f['title']}" + (f" ({f['item']})" if f.get("item") else "")]
+    if f.get("remediation"):
+        lines.append(f"remediation: {f['remediation']}")
+    if f.get("evidence"):
+        lines.append("evidence: " + json.dumps(f["evidence"], sort_keys=True, ensure_ascii=False, default=str))
+    return "\n".join(lines)
+
+
+def _rule_ids(doc: dict[str, Any]) -> list[str]:
+    """Rules that ran, in the report's order, then any rule only the findings name."""
+    ids = [str(r["id"]) for r in doc.get("rules") or [] if isinstance(r, dict) and r.get("id")]
+    extra = sorted({f["rule"] for f in doc.get("findings") or []} - set(ids))
+    return ids + extra
+
+
+def _rule_case(case: ET.Element, findings: list[dict[str, Any]], fail_on: str | None) -> str:
+    """Fill one host × rule testcase; returns its outcome: failure, skipped or passed."""
+    active = [f for f in findings if not f.get("waived")]
+    failing = [f for f in active if at_or_above(f["severity"], fail_on)]
+    if failing:
+        failing.sort(key=lambda f: -severity_rank(f["severity"]))
+        worst = failing[0]
+        message = worst["title"] + (f" (+{len(failing) - 1} more)" if len(failing) > 1 else "")
+        _sub(case, "failure", "\n\n".join(_finding_text(f) for f in failing), message=message,
+             type=worst["severity"])
+        rest = [f for f in findings if f not in failing]
+    elif findings and not active:
+        _sub(case, "skipped", message="waived: " + "; ".join(sorted({f.get("waiver") or "" for f in findings})))
+        return "skipped"
+    else:
+        rest = findings
+    if rest:
+        _sub(case, "system-out", "\n\n".join(("(waived) " if f.get("waived") else "") + _finding_text(f)
+                                             for f in rest))
+    return "failure" if failing else "passed"
+
+
+def _drift_case(case: ET.Element, drift: list[dict[str, Any]], fail_on: str | None) -> str:
+    failing = [d for d in drift if at_or_above(d["severity"], fail_on)]
+    lines = [f"[{d['severity']}] {d['path']} {d['kind']}: {' -> '.join(drift_values(d))}" for d in drift]
+    if failing:
+        _sub(case, "failure", "\n".join(lines), message=f"{len(failing)} drift item(s) at or above {fail_on}",
+             type=max((d["severity"] for d in failing), key=severity_rank))
+    elif lines:
+        _sub(case, "system-out", "\n".join(lines))
+    return "failure" if failing else "passed"
+
+
+def _host_suite(root: ET.Element, doc: dict[str, Any], host: dict[str, Any], rules: list[str],
+                findings: list[dict[str, Any]], drift: list[dict[str, Any]]) -> dict[str, int]:
+    name, fail_on = host["name"], doc.get("fail_on")
+    suite = _sub(root, "testsuite", name=name, hostname=name, timestamp=doc.get("generated_at") or "",
+                 time=f"{float(host.get('duration_s') or 0):.3f}")
+    props = _sub(suite, "properties")
+    for key, value in [("target", host.get("target")), ("status", host["status"]),
+                       *sorted((host.get("labels") or {}).items())]:
+        _sub(props, "property", name=key, value=value)
+    tally = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    by_rule: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for f in findings:
+        by_rule[f["rule"]].append(f)
+    names = rules + ([DRIFT_CASE] if doc.get("baseline") or drift else [])
+    for rule in names:
+        case = _sub(suite, "testcase", classname=name, name=rule, time="0")
+        tally["tests"] += 1
+        if host["status"] != "ok":
+            _sub(case, "error", host.get("error") or "", message=f"host {host['status']}: not evaluated",
+                 type=host["status"])
+            tally["errors"] += 1
+            continue
+        outcome = _drift_case(case, drift, fail_on) if rule == DRIFT_CASE else _rule_case(case, by_rule[rule],
+                                                                                          fail_on)
+        if outcome == "failure":
+            tally["failures"] += 1
+        elif outcome == "skipped":
+            tally["skipped"] += 1
+    for area, message in sorted((host.get("collector_errors") or {}).items()):
+        case = _sub(suite, "testcase", classname=name, name=f"collect {area}", time="0")
+        _sub(case, "error", message, message=f"collector {area} failed: its facts are unknown", type="collector")
+        tally["tests"] += 1
+        tally["errors"] += 1
+    for key, n in tally.items():
+        suite.set(key, str(n))
+    return tally
+
+
+def render(doc: dict[str, Any]) -> str:
+    rules = _rule_ids(doc)
+    findings: dict[str, list] = defaultdict(list)
+    for f in doc.get("findings") or []:
+        findings[f["host"]].append(f)
+    drift: dict[str, list] = defaultdict(list)
+    for d in doc.get("drift") or []:
+        drift[d["host"]].append(d)
+    root = ET.Element("testsuites", {"name": "ami-auditor"})
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    elapsed = 0.0
+    for host in doc["hosts"]:
+        for key, n in _host_suite(root, doc, host, rules, findings[host["name"]], drift[host["name"]]).items():
+            totals[key] += n
+        elapsed += float(host.get("duration_s") or 0)
+    for key, n in totals.items():
+        root.set(key, str(n))
+    root.set("time", f"{elapsed:.3f}")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

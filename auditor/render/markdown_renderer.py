@@ -1,0 +1,84 @@
+"""Markdown for tickets and pull requests: verdict, top findings and splits first, from reports/report.md.j2.
+
+Every value the template prints is escaped for Markdown (pipes, backticks, emphasis, links, HTML) by the
+environment's `finalize`, the way autoescape works for HTML; only the `code`/`hosts`/`cell` filters
+build spans, and they escape what goes inside.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import ChainableUndefined, Environment, FileSystemLoader
+
+from ..resources import report_templates_dir
+from . import view
+
+TEMPLATE = "report.md.j2"
+TOP = 10  # rows per table; the rest are counted and left to the HTML/JSON report
+HOSTS_SHOWN = 5
+
+_SPECIAL = re.compile(r"([\\`*_\[\]#~|])")
+_BACKTICKS = re.compile(r"`+")
+
+
+class Raw(str):
+    """Text already safe for Markdown."""
+
+
+def escape(value: Any) -> str:
+    """Host or rule text as inert Markdown: one line, HTML as entities, Markdown syntax backslashed."""
+    if isinstance(value, Raw):
+        return value
+    text = "" if value is None else str(value)
+    text = " ".join(text.split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SPECIAL.sub(r"\\\1", text)
+
+
+def code(value: Any) -> Raw:
+    """A code span that no backtick or pipe inside can end early (GFM tables need `\\|` even in code)."""
+    text = " ".join(view.show(value).split())
+    fence = "`" * (max((len(m) for m in _BACKTICKS.findall(text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Raw(f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}")
+
+
+def hosts(names: Iterable[str], count: bool = True) -> Raw:
+    """`3: b1, b2, b3` (the first few names, escaped); without the count for prose."""
+    names = list(names)
+    shown = ", ".join(escape(n) for n in names[:HOSTS_SHOWN])
+    more = f" +{len(names) - HOSTS_SHOWN} more" if len(names) > HOSTS_SHOWN else ""
+    return Raw(f"{len(names)}: {shown}{more}" if count else f"{shown}{more}")
+
+
+def cell(c: view.Cell) -> Raw:
+    """A heatmap cell as text: values most common first; bold when it differs from the fleet."""
+    if not c.values:
+        return Raw("no data")
+    text = ", ".join(f"{escape(view.short(v))} ×{n}" for v, n in c.values)
+    return Raw(f"**{text}**" if c.heat > 0 else text)
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(report_templates_dir())), autoescape=False,
+                      finalize=escape, undefined=ChainableUndefined, keep_trailing_newline=True)
+    env.filters.update(code=code, hosts=hosts, cell=cell, show=view.show,
+                       short=lambda v, width=24: view.short(view.show(v), width))
+    return env
+
+
+def render(doc: dict[str, Any]) -> str:
+    summary = doc["summary"]
+    fsev = ", ".join(f"{n} {s}" for s, n in view.findings_by_severity(doc) if n) or "none"
+    text = environment().get_template(TEMPLATE).render(
+        doc=doc, summary=summary, comparison=doc.get("comparison") or {}, culprit=view.culprit(doc),
+        by_status=", ".join(f"{n} {s}" for s, n in summary["by_status"].items()), fsev=fsev,
+        findings=view.finding_groups(doc), heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc),
+        drift=view.drift_groups(doc), unreached=[h for h in doc["hosts"] if h["status"] != "ok"], top=TOP,
+    )
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

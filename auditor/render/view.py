@@ -1,0 +1,277 @@
+"""What people read first, derived from the report document: shared by the HTML and Markdown renderers.
+
+Pure functions over the `ami-auditor/report/1` dict. Identical things are aggregated (findings by
+rule × item, drift by change, hosts by what is wrong with them) so 10,000 hosts stay readable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import SEVERITIES, severity_rank
+
+Doc = dict[str, Any]
+UNGROUPED = "(no group)"
+
+
+def at_or_above(severity: str, fail_on: str | None) -> bool:
+    """True when a finding of `severity` fails a scan run with `--fail-on fail_on` (None: nothing fails)."""
+    return fail_on is not None and severity_rank(severity) >= severity_rank(fail_on)
+
+
+def show(value: Any) -> str:
+    """A fact value as one line of text: None is 'unknown', strings as they are, the rest compact JSON."""
+    if value is None:
+        return "unknown"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def short(text: str, width: int = 24) -> str:
+    """Long values (checksums) cut to `width` characters with an ellipsis."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def group_key(doc: Doc) -> str | None:
+    """The label hosts are grouped by (comparison.group_by; `labels.az` and `az` both mean label az)."""
+    key = (doc.get("comparison") or {}).get("group_by")
+    if not key:
+        return None
+    return key[len("labels."):] if key.startswith("labels.") else key
+
+
+def host_group(host: Doc, key: str | None) -> str:
+    if not key:
+        return UNGROUPED
+    value = (host.get("labels") or {}).get(key) or (host.get("facts_summary") or {}).get(key)
+    return str(value) if value else UNGROUPED
+
+
+def groups(doc: Doc) -> list[str]:
+    """Group names in display order: those the comparison counted, then any only unreachable hosts have."""
+    key = group_key(doc)
+    names = list((doc.get("comparison") or {}).get("groups") or {})
+    for host in doc["hosts"]:
+        name = host_group(host, key)
+        if name not in names:
+            names.append(name)
+    return sorted(names)
+
+
+def hosts_by_group(doc: Doc) -> list[dict[str, Any]]:
+    """Per group: host count and count per status."""
+    key = group_key(doc)
+    table: dict[str, Counter[str]] = defaultdict(Counter)
+    for host in doc["hosts"]:
+        table[host_group(host, key)][host["status"]] += 1
+    return [{"group": g, "hosts": sum(table[g].values()), "by_status": dict(sorted(table[g].items()))}
+            for g in groups(doc) if g in table]
+
+
+# ------------------------------------------------------------------------------------------------
+# comparison heatmap
+
+
+@dataclass
+class Cell:
+    group: str
+    values: list[tuple[str, int]]  # (value shown, hosts), most common first
+    hosts: int
+    heat: float  # share of this group's hosts whose value is not the fleet's most common one
+
+
+@dataclass
+class SplitRow:
+    rank: int
+    path: str
+    score: float
+    cells: list[Cell]
+    majority: str
+
+
+def heatmap(doc: Doc) -> list[SplitRow]:
+    """Splits ranked by score (ties keep the compare stage's order), one cell per group."""
+    comparison = doc.get("comparison") or {}
+    splits = [s for s in comparison.get("splits") or [] if isinstance(s, dict)]
+    order = sorted(range(len(splits)), key=lambda i: (-float(splits[i].get("score") or 0), i))
+    names = sorted(comparison.get("groups") or {}) or sorted({g for s in splits for g in s.get("counts") or {}})
+    rows = []
+    for rank, index in enumerate(order, 1):
+        split = splits[index]
+        counts: dict[str, dict[str, int]] = split.get("counts") or {}
+        fleet: Counter[str] = Counter()
+        for per_group in counts.values():
+            fleet.update({str(v): int(n) for v, n in per_group.items()})
+        majority = fleet.most_common(1)[0][0] if fleet else ""
+        cells = []
+        for name in names:
+            per_group = {str(v): int(n) for v, n in (counts.get(name) or {}).items()}
+            total = sum(per_group.values())
+            off = total - per_group.get(majority, 0)
+            values = sorted(per_group.items(), key=lambda kv: (-kv[1], kv[0]))
+            cells.append(Cell(name, values, total, round(off / total, 3) if total else 0.0))
+        rows.append(SplitRow(rank, str(split.get("path", "")), float(split.get("score") or 0), cells, majority))
+    return rows
+
+
+def heatmap_groups(doc: Doc) -> list[str]:
+    rows = heatmap(doc)
+    return [c.group for c in rows[0].cells] if rows else []
+
+
+# ------------------------------------------------------------------------------------------------
+# findings and drift, aggregated
+
+
+@dataclass
+class FindingGroup:
+    severity: str
+    rule: str
+    item: str | None
+    title: str
+    description: str
+    remediation: str
+    waived: bool
+    waiver: str | None
+    hosts: list[str] = field(default_factory=list)
+    evidence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (host, evidence), first few
+    fails: bool = False
+
+
+EVIDENCE_SAMPLES = 5
+
+
+def finding_groups(doc: Doc) -> list[FindingGroup]:
+    """Findings aggregated by rule × item × severity × waived; worst and widest first."""
+    by_key: dict[tuple, FindingGroup] = {}
+    for f in doc.get("findings") or []:
+        key = (f["rule"], f.get("item"), f["severity"], bool(f.get("waived")))
+        group = by_key.get(key)
+        if group is None:
+            group = by_key[key] = FindingGroup(
+                f["severity"], f["rule"], f.get("item"), f["title"], f.get("description") or "",
+                f.get("remediation") or "", bool(f.get("waived")), f.get("waiver"),
+                fails=not f.get("waived") and at_or_above(f["severity"], doc.get("fail_on")))
+        group.hosts.append(f["host"])
+        if len(group.evidence) < EVIDENCE_SAMPLES:
+            group.evidence.append((f["host"], f.get("evidence") or {}))
+    return sorted(by_key.values(),
+                  key=lambda g: (g.waived, -severity_rank(g.severity), -len(g.hosts), g.rule, g.item or ""))
+
+
+@dataclass
+class DriftGroup:
+    path: str
+    kind: str
+    expected: str
+    actual: str
+    severity: str
+    hosts: list[str] = field(default_factory=list)
+
+
+def drift_values(d: Doc) -> tuple[str, str]:
+    """(expected, actual) as text; the missing side of an added/removed fact reads 'absent'."""
+    expected = "absent" if d["kind"] == "added" and d.get("expected") is None else show(d.get("expected"))
+    actual = "absent" if d["kind"] == "removed" and d.get("actual") is None else show(d.get("actual"))
+    return expected, actual
+
+
+def drift_groups(doc: Doc) -> list[DriftGroup]:
+    """Identical drift (same path, change and severity) on many hosts becomes one row."""
+    by_key: dict[tuple, DriftGroup] = {}
+    for d in doc.get("drift") or []:
+        key = (d["path"], d["kind"], *drift_values(d), d["severity"])
+        by_key.setdefault(key, DriftGroup(*key)).hosts.append(d["host"])
+    return sorted(by_key.values(), key=lambda g: (-severity_rank(g.severity), -len(g.hosts), g.path))
+
+
+# ------------------------------------------------------------------------------------------------
+# hosts, aggregated into classes of hosts that are wrong in the same way
+
+
+@dataclass
+class HostClass:
+    status: str
+    group: str
+    hosts: list[Doc]
+    findings: list[tuple[str, str, str | None, str, bool]]  # (severity, rule, item, title, waived)
+    drift: list[tuple[str, str, str, str, str]]  # (severity, path, kind, expected, actual)
+    collector_errors: list[str]
+    worst: str | None  # worst unwaived severity
+
+    @property
+    def names(self) -> list[str]:
+        return [h["name"] for h in self.hosts]
+
+    @property
+    def first(self) -> Doc:
+        return self.hosts[0]
+
+
+def host_classes(doc: Doc) -> list[HostClass]:
+    """Hosts with the same status, group, findings, drift and failed collectors form one class."""
+    key = group_key(doc)
+    findings: dict[str, set] = defaultdict(set)
+    titles: dict[tuple, str] = {}
+    for f in doc.get("findings") or []:
+        fk = (f["severity"], f["rule"], f.get("item"), bool(f.get("waived")))
+        findings[f["host"]].add(fk)
+        titles.setdefault(fk, f["title"])
+    drift: dict[str, set] = defaultdict(set)
+    for d in doc.get("drift") or []:
+        drift[d["host"]].add((d["severity"], d["path"], d["kind"], *drift_values(d)))
+    classes: dict[tuple, HostClass] = {}
+    for host in doc["hosts"]:
+        name = host["name"]
+        f_keys = tuple(sorted(findings[name], key=lambda k: (-severity_rank(k[0]), k[1], k[2] or "")))
+        d_keys = tuple(sorted(drift[name], key=lambda k: (-severity_rank(k[0]), k[1])))
+        errors = tuple(sorted(host.get("collector_errors") or {}))
+        signature = (host["status"], host_group(host, key), f_keys, d_keys, errors)
+        cls = classes.get(signature)
+        if cls is None:
+            active = [k[0] for k in f_keys if not k[3]] + [k[0] for k in d_keys]
+            worst = max(active, key=severity_rank) if active else None
+            cls = classes[signature] = HostClass(
+                host["status"], signature[1], [],
+                [(k[0], k[1], k[2], titles[k], k[3]) for k in f_keys], list(d_keys), list(errors), worst)
+        cls.hosts.append(host)
+    return sorted(classes.values(), key=_class_order)
+
+
+def _class_order(cls: HostClass) -> tuple:
+    """Worst findings first, then hosts not reached, then clean hosts; bigger classes first."""
+    bucket = 0 if cls.worst else (1 if cls.status != "ok" else 2)
+    return (bucket, -severity_rank(cls.worst) if cls.worst else 0, -len(cls.hosts), cls.group, cls.names[0])
+
+
+# ------------------------------------------------------------------------------------------------
+# the first screen
+
+
+@dataclass
+class Culprit:
+    split: SplitRow | None
+    next_splits: list[SplitRow]
+    finding: FindingGroup | None
+    unreached: list[str]
+    verdict: str  # "fail", "incomplete" or "pass"
+
+
+def culprit(doc: Doc) -> Culprit:
+    """The top split, the worst unwaived finding and the hosts not reached: the on-call's first look."""
+    rows = heatmap(doc)
+    active = [g for g in finding_groups(doc) if not g.waived]
+    unreached = [h["name"] for h in doc["hosts"] if h["status"] != "ok"]
+    code = doc["summary"].get("exit_code", 0)
+    verdict = {0: "pass", 1: "fail", 3: "incomplete"}.get(code, "fail")
+    rows = [r for r in rows if r.score > 0]
+    return Culprit(rows[0] if rows else None, rows[1:4], active[0] if active else None, unreached, verdict)
+
+
+def findings_by_severity(doc: Doc) -> list[tuple[str, int]]:
+    counts = doc["summary"].get("findings_by_severity") or {}
+    return [(s, int(counts.get(s, 0))) for s in SEVERITIES]
