@@ -39,6 +39,25 @@ def collect_host(
         return HostResult(spec, "error", f"{type(exc).__name__}: {exc}", None, time.monotonic() - started)
 
 
+def collect_ssm(
+    specs: list[HostSpec],
+    binaries: Iterable[str] = DEFAULT_BINARIES,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+) -> list[HostResult]:
+    """All ssm:// hosts in one batch: one SendCommand per ≤ 50 instances (transport/ssm.py)."""
+    from .transport.ssm import run_ssm_batch
+
+    started = time.monotonic()
+    outcomes = run_ssm_batch(specs, probe_script(), validate_binaries(list(binaries)), deadline_s)
+    results = []
+    for spec, outcome in zip(specs, outcomes):
+        if isinstance(outcome, TransportError):
+            results.append(HostResult(spec, outcome.status, str(outcome), None, time.monotonic() - started))
+        else:
+            results.append(HostResult(spec, "ok", None, build_snapshot(spec, outcome), outcome.duration_s))
+    return results
+
+
 def collect_hosts(
     specs: list[HostSpec],
     parallel: int = 8,
@@ -50,12 +69,20 @@ def collect_hosts(
     binaries = validate_binaries(list(binaries))
     results: list[HostResult | None] = [None] * len(specs)
     done = 0
+    ssm = [i for i, spec in enumerate(specs) if spec.target.startswith("ssm://")]
+    if ssm:
+        for index, result in zip(ssm, collect_ssm([specs[i] for i in ssm], binaries, deadline_s)):
+            results[index] = result
+            done += 1
+            if progress:
+                progress(result, done, len(specs))
+    rest = [i for i in range(len(specs)) if results[i] is None]
 
     def one(index: int) -> tuple[int, HostResult]:
         return index, collect_host(specs[index], binaries, deadline_s)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(specs) or 1))) as pool:
-        for future in as_completed([pool.submit(one, i) for i in range(len(specs))]):
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(rest) or 1))) as pool:
+        for future in as_completed([pool.submit(one, i) for i in rest]):
             index, result = future.result()
             results[index] = result
             done += 1

@@ -1,0 +1,384 @@
+"""Run the probe through AWS Systems Manager Run Command (boto3), one SendCommand per ≤ 50 instances.
+
+Quirks handled here (FIELD-NOTES §8): botocore does not check SendCommand's 50-id limit, so batches
+are cut here; only instances whose agent is `Online` are sent a command (one unmanaged id fails a
+whole SendCommand); `TimeoutSeconds` (delivery) and `executionTimeout` are always set; polling is our
+own (jittered, growing interval, a deadline) — not the ~100 s waiter; a missing invocation right
+after SendCommand means "not yet"; StandardOutputContent keeps 24,000 characters, so the document
+compresses its output and a cut stream is detected (full output read from S3 when a bucket is set);
+throttling is retried by botocore's adaptive mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..errors import AuthFailed, ProbeTimeout, TransportError, Unreachable
+from ..models import CommandResult, HostSpec
+from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
+from .ssm_document import DOCUMENT_NAME, decode_output, document_probe_sha256, probe_sha256, wrapper_script
+
+MAX_IDS_PER_COMMAND = 50  # SendCommand's documented limit; botocore does not enforce it
+MIN_DELIVERY_TIMEOUT_S = 30  # SendCommand TimeoutSeconds minimum
+RUN_SHELL_SCRIPT = "AWS-RunShellScript"
+Outcome = CommandResult | TransportError
+
+
+@dataclass(frozen=True)
+class SSMSettings:
+    """How to reach instances through SSM. `document=None` means AWS-RunShellScript (explicit opt-in)."""
+
+    region: str | None = None
+    profile: str | None = None
+    document: str | None = DOCUMENT_NAME
+    s3_bucket: str | None = None
+    s3_prefix: str = "ami-auditor"
+    poll_interval_s: float = 1.0  # first poll; grows ×1.5 up to 5× this, each jittered ±30 %
+
+
+def settings_of(spec: HostSpec) -> SSMSettings:
+    """The spec's SSM settings (HostSpec.options["ssm"]), with a target's `?region=` winning."""
+    base = spec.options.get("ssm")
+    base = base if isinstance(base, SSMSettings) else SSMSettings()
+    region = spec.options.get("region")
+    return replace(base, region=region) if region and region != base.region else base
+
+
+def instance_id_of(spec: HostSpec) -> str:
+    return urlsplit(spec.target).netloc
+
+
+def aws_clients(region: str | None, profile: str | None, *names: str) -> list[Any]:
+    """Clients from one session: the normal credential chain, adaptive retries for throttling.
+
+    Endpoints follow botocore's standard `AWS_ENDPOINT_URL[_SSM|_S3|_EC2]` variables (tests use them).
+    """
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, NoRegionError, ProfileNotFound
+
+    config = Config(retries={"mode": "adaptive", "max_attempts": 10}, connect_timeout=10, read_timeout=30)
+    try:
+        session = boto3.Session(profile_name=profile, region_name=region)
+        return [session.client(name, config=config) for name in names]
+    except ProfileNotFound as exc:
+        raise AuthFailed(f"AWS profile not found: {exc}") from None
+    except NoRegionError:
+        raise TransportError("no AWS region: give --region, ssm://i-…?region=…, or set AWS_REGION") from None
+    except BotoCoreError as exc:
+        raise TransportError(f"AWS client: {exc}") from None
+
+
+def chunks(items: list[str], size: int = MAX_IDS_PER_COMMAND) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _aws_error(exc: Exception) -> tuple[str, str]:
+    """(code, message) of a botocore ClientError, or the exception's type and text."""
+    response = getattr(exc, "response", None) or {}
+    err = response.get("Error") or {}
+    return str(err.get("Code") or type(exc).__name__), str(err.get("Message") or exc)
+
+
+def error_for_aws(exc: Exception, what: str) -> TransportError:
+    """A TransportError of the right status for an AWS API failure."""
+    from botocore.exceptions import NoCredentialsError
+
+    code, message = _aws_error(exc)
+    text = f"{what}: {code}: {message}"
+    if isinstance(exc, NoCredentialsError) or code in ("AccessDeniedException", "UnrecognizedClientException",
+                                                      "InvalidClientTokenId", "ExpiredTokenException"):
+        return AuthFailed(text)
+    if code in ("InvalidInstanceId", "EndpointConnectionError") or "Could not connect" in message:
+        return Unreachable(text)
+    return TransportError(text)
+
+
+_ELAPSED = re.compile(r"^PT(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?$")
+
+
+def elapsed_s(text: str | None) -> float:
+    """`PT1M2.5S` → 62.5 (0.0 when absent or unparsable)."""
+    m = _ELAPSED.match(text or "")
+    if not m:
+        return 0.0
+    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+    return h * 3600 + mi * 60 + s
+
+
+def _norm(text: str | None) -> str:
+    return (text or "").replace(" ", "").lower()
+
+
+TERMINAL = {"success", "cancelled", "timedout", "failed"}
+
+
+def status_error(inv: dict[str, Any]) -> TransportError | None:
+    """Map a terminal invocation that produced no usable output to a host status; AWS's detail kept."""
+    status, details, code = inv.get("Status"), inv.get("StatusDetails"), inv.get("ResponseCode")
+    stderr = (inv.get("StandardErrorContent") or "").strip()
+    text = f"SSM {status}/{details} (ResponseCode {code})" + (f": {stderr[-300:]}" if stderr else "")
+    d = _norm(details)
+    if d in ("undeliverable", "deliverytimedout"):
+        return Unreachable(text)
+    if d == "executiontimedout" or (_norm(status) == "timedout" and d != "deliverytimedout"):
+        return ProbeTimeout(text)
+    if d == "accessdenied":
+        return AuthFailed(text)
+    if code == -1 and d not in ("terminated", "cancelled", "canceled"):
+        return Unreachable(text + " — the command never ran")
+    return TransportError(text)
+
+
+class SSMBatch:
+    """One run of a script on many instances that share settings (region, profile, document, bucket)."""
+
+    def __init__(self, settings: SSMSettings, script: str, args: list[str], deadline_s: float,
+                 clients: tuple[Any, Any] | None = None, sleep: Callable[[float], None] = time.sleep):
+        self.settings = settings
+        self.script = script
+        self.args = args
+        self.deadline_s = deadline_s
+        self.exec_timeout = max(1, math.ceil(deadline_s))
+        self.delivery_timeout = max(MIN_DELIVERY_TIMEOUT_S, self.exec_timeout)
+        self.ssm, self.s3 = clients or aws_clients(settings.region, settings.profile, "ssm", "s3")
+        self.sleep = sleep
+        self.poll_error = ""
+
+    # -- the steps ------------------------------------------------------------------------------
+
+    def run(self, instance_ids: list[str]) -> dict[str, Outcome]:
+        """Every instance id gets an outcome: a CommandResult or a TransportError (never raises)."""
+        out: dict[str, Outcome] = {}
+        try:
+            self.check_document()
+            ping = self.ping_status(instance_ids)
+        except TransportError as exc:
+            return dict.fromkeys(instance_ids, exc)
+        online = []
+        for iid in instance_ids:
+            state = ping.get(iid)
+            if state == "Online":
+                online.append(iid)
+            else:
+                why = f"SSM agent {state}" if state else "not a managed instance (no SSM agent registered)"
+                out[iid] = Unreachable(f"{why}; no command sent")
+        pending: dict[str, tuple[set[str], float]] = {}
+        for batch in chunks(online):
+            try:
+                command_id = self.send(batch)
+            except Exception as exc:  # noqa: BLE001 - the batch's hosts get the error, the rest go on
+                err = error_for_aws(exc, "SendCommand")
+                out.update(dict.fromkeys(batch, err))
+                continue
+            pending[command_id] = (set(batch), time.monotonic() + self.deadline_s + max(10.0, self.deadline_s / 4))
+        out.update(self.poll(pending))
+        return out
+
+    def check_document(self) -> None:
+        """The installed document must embed this very script (else its output would not parse)."""
+        if self.settings.document is None:
+            return
+        try:
+            doc = self.ssm.get_document(Name=self.settings.document, DocumentFormat="JSON")
+        except Exception as exc:  # noqa: BLE001
+            err = error_for_aws(exc, f"GetDocument {self.settings.document}")
+            if "InvalidDocument" in str(err):
+                err = TransportError(f"{err} — create it with `ami-auditor ssm install-document`")
+            raise err from None
+        have, want = document_probe_sha256(doc.get("Content") or ""), probe_sha256(self.script)
+        if have != want:
+            raise TransportError(
+                f"SSM document {self.settings.document} runs probe sha256:{(have or 'unknown')[:12]}, this "
+                f"ami-auditor needs sha256:{want[:12]}: run `ami-auditor ssm install-document`"
+            )
+
+    def ping_status(self, instance_ids: list[str]) -> dict[str, str]:
+        """PingStatus per managed instance (DescribeInstanceInformation, ≤ 50 ids per call)."""
+        found: dict[str, str] = {}
+        for batch in chunks(instance_ids):
+            token = None
+            while True:
+                kwargs: dict[str, Any] = {"Filters": [{"Key": "InstanceIds", "Values": batch}], "MaxResults": 50}
+                if token:
+                    kwargs["NextToken"] = token
+                try:
+                    page = self.ssm.describe_instance_information(**kwargs)
+                except Exception as exc:  # noqa: BLE001
+                    raise error_for_aws(exc, "DescribeInstanceInformation") from None
+                for info in page.get("InstanceInformationList", []):
+                    found[info["InstanceId"]] = info.get("PingStatus") or "Unknown"
+                token = page.get("NextToken")
+                if not token:
+                    break
+        return found
+
+    def send(self, instance_ids: list[str]) -> str:
+        assert 0 < len(instance_ids) <= MAX_IDS_PER_COMMAND
+        kwargs: dict[str, Any] = {
+            "InstanceIds": instance_ids,
+            "TimeoutSeconds": self.delivery_timeout,
+            "Comment": "ami-auditor probe (read-only)",
+        }
+        if self.settings.document is None:
+            kwargs["DocumentName"] = RUN_SHELL_SCRIPT
+            kwargs["Parameters"] = {"commands": wrapper_script(self.script, self.args).splitlines(),
+                                    "executionTimeout": [str(self.exec_timeout)]}
+        else:
+            kwargs["DocumentName"] = self.settings.document
+            kwargs["DocumentVersion"] = "$DEFAULT"
+            kwargs["Parameters"] = {"binaries": [" ".join(self.args)],
+                                    "executionTimeout": [str(self.exec_timeout)]}
+        if self.settings.s3_bucket:
+            kwargs["OutputS3BucketName"] = self.settings.s3_bucket
+            kwargs["OutputS3KeyPrefix"] = self.settings.s3_prefix
+        return self.ssm.send_command(**kwargs)["Command"]["CommandId"]
+
+    def poll(self, pending: dict[str, tuple[set[str], float]]) -> dict[str, Outcome]:
+        """Poll each command (ListCommandInvocations) until every instance is terminal or its deadline passes."""
+        out: dict[str, Outcome] = {}
+        last: dict[str, str] = {}
+        interval = self.settings.poll_interval_s
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            while pending:
+                self.sleep(interval * random.uniform(0.7, 1.3))
+                interval = min(interval * 1.5, self.settings.poll_interval_s * 5)
+                for command_id in list(pending):
+                    ids, deadline = pending[command_id]
+                    done = [iid for iid, status in self.statuses(command_id, last) if iid in ids and status]
+                    fetched = pool.map(lambda iid, c=command_id: (iid, self.fetch(c, iid)), done)
+                    for iid, outcome in fetched:
+                        if outcome is not None:
+                            out[iid] = outcome
+                            ids.discard(iid)
+                    if ids and time.monotonic() > deadline:
+                        out.update(self.give_up(command_id, ids, last))
+                        ids.clear()
+                    if not ids:
+                        del pending[command_id]
+        return out
+
+    def statuses(self, command_id: str, last: dict[str, str]) -> Iterable[tuple[str, bool]]:
+        """(instance id, terminal?) for the invocations SSM shows so far; missing ones are "not yet"."""
+        token = None
+        rows: list[tuple[str, bool]] = []
+        while True:
+            kwargs: dict[str, Any] = {"CommandId": command_id, "MaxResults": 50}
+            if token:
+                kwargs["NextToken"] = token
+            try:
+                page = self.ssm.list_command_invocations(**kwargs)
+            except Exception as exc:  # noqa: BLE001 - retried by botocore already; try again next round
+                self.poll_error = "{}: {}".format(*_aws_error(exc))
+                return rows
+            for inv in page.get("CommandInvocations", []):
+                last[inv["InstanceId"]] = f"{inv.get('Status')}/{inv.get('StatusDetails')}"
+                rows.append((inv["InstanceId"], _norm(inv.get("Status")) in TERMINAL))
+            token = page.get("NextToken")
+            if not token:
+                return rows
+
+    def fetch(self, command_id: str, instance_id: str) -> Outcome | None:
+        """The instance's outcome, or None when SSM does not show the invocation yet."""
+        try:
+            inv = self.ssm.get_command_invocation(CommandId=command_id, InstanceId=instance_id)
+        except Exception as exc:  # noqa: BLE001
+            code, _ = _aws_error(exc)
+            if code in ("InvocationDoesNotExist", "ThrottlingException"):
+                return None
+            return error_for_aws(exc, "GetCommandInvocation")
+        if _norm(inv.get("Status")) not in TERMINAL:
+            return None
+        return self.outcome(inv)
+
+    def outcome(self, inv: dict[str, Any]) -> Outcome:
+        stdout = inv.get("StandardOutputContent") or ""
+        stderr = inv.get("StandardErrorContent") or ""
+        decoded = decode_output(stdout)
+        if decoded.framed and decoded.truncated and inv.get("StandardOutputUrl") and self.settings.s3_bucket:
+            try:
+                decoded = decode_output(self.read_s3(inv["StandardOutputUrl"]))
+            except Exception as exc:  # noqa: BLE001 - keep the partial output, say why
+                code, message = _aws_error(exc)
+                stderr += f"\n[ami-auditor] S3 output unreadable: {code}: {message}"
+        status = _norm(inv.get("Status"))
+        usable = decoded.framed and bool(decoded.stdout.strip())
+        if status != "success" and (status != "failed" or not usable):
+            return status_error(inv) or TransportError(f"SSM status {inv.get('Status')}")
+        if not decoded.framed:
+            return TransportError(f"SSM output was not produced by the ami-auditor wrapper: {stdout[:120]!r}")
+        if decoded.truncated:
+            stderr += (f"\n[ami-auditor] SSM kept only {len(stdout)} characters of output"
+                       + ("" if self.settings.s3_bucket else "; set --ssm-s3-bucket to read it in full"))
+        return CommandResult(stdout=decoded.stdout, stderr=stderr, exit_status=decoded.exit_status,
+                             duration_s=elapsed_s(inv.get("ExecutionElapsedTime")), truncated=decoded.truncated)
+
+    def read_s3(self, url: str) -> str:
+        """Read the full stdout SSM wrote to the output bucket (path-style or virtual-hosted URL)."""
+        bucket = self.settings.s3_bucket or ""
+        parts = urlsplit(url)
+        path = unquote(parts.path.lstrip("/"))
+        key = path[len(bucket) + 1:] if path.startswith(bucket + "/") and not parts.netloc.startswith(bucket + ".") \
+            else path
+        body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        return body.decode("utf-8", "replace")
+
+    def give_up(self, command_id: str, ids: set[str], last: dict[str, str]) -> dict[str, Outcome]:
+        """Past the deadline: cancel what still runs (best effort) and report a timeout with the last status."""
+        with contextlib.suppress(Exception):  # cancelling is a courtesy
+            self.ssm.cancel_command(CommandId=command_id, InstanceIds=sorted(ids))
+        return {iid: ProbeTimeout(f"no SSM result within {self.deadline_s:.0f}s (+grace); last status "
+                                  f"{last.get(iid, 'not yet visible')}; command {command_id} cancelled"
+                                  + (f"; last polling error {self.poll_error}" if self.poll_error else ""))
+                for iid in ids}
+
+
+def run_ssm_batch(specs: list[HostSpec], script: str, args: list[str],
+                  deadline_s: float = DEFAULT_DEADLINE_S) -> list[Outcome]:
+    """Run `script` on every ssm:// spec: one SendCommand per ≤ 50 instances per settings group.
+
+    Returns one outcome per spec, in order. Never raises for a host's failure.
+    """
+    groups: dict[SSMSettings, tuple[SSMSettings, list[int]]] = {}
+    for index, spec in enumerate(specs):
+        settings = settings_of(spec)
+        groups.setdefault(settings, (settings, []))[1].append(index)
+    outcomes: list[Outcome | None] = [None] * len(specs)
+    for settings, indexes in groups.values():
+        ids = [instance_id_of(specs[i]) for i in indexes]
+        try:
+            results = SSMBatch(settings, script, args, deadline_s).run(list(dict.fromkeys(ids)))
+        except TransportError as exc:
+            results = dict.fromkeys(ids, exc)
+        for i, iid in zip(indexes, ids):
+            outcomes[i] = results[iid]
+    return [o if o is not None else TransportError("no outcome") for o in outcomes]
+
+
+class SSMTransport:
+    """The single-host Transport over SSM (`ssm://i-…`); fleets go through `run_ssm_batch`."""
+
+    name = "ssm"
+
+    def __init__(self, spec: HostSpec):
+        self.spec = spec
+
+    def run(self, script: str, args: list[str], deadline_s: float = DEFAULT_DEADLINE_S,
+            max_output: int = DEFAULT_MAX_OUTPUT) -> CommandResult:
+        outcome = run_ssm_batch([self.spec], script, args, deadline_s)[0]
+        if isinstance(outcome, TransportError):
+            raise outcome
+        return outcome
+
+    def close(self) -> None:
+        """Nothing held between runs."""

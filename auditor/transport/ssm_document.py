@@ -1,0 +1,163 @@
+"""The purpose-built SSM document that embeds the probe, and the framing of its output (pure).
+
+The document (schema 2.2, one `aws:runShellScript` step) carries the probe base64-encoded, so no
+`{{ … }}` in the probe can be mistaken for a document parameter. Its parameters:
+- `binaries`: space-separated names/paths, `allowedPattern` limited to shell-inert characters and
+  `interpolationType: ENV_VAR` (the agent exports `SSM_binaries`; agents older than 3.3.2746 fall
+  back to substituting it into a single-quoted string, which the pattern keeps inert);
+- `executionTimeout`: seconds, used as the step's `timeoutSeconds`.
+
+The script prints `HEADER`, then the probe's stdout (plus an exit-status trailer) gzip-compressed and
+base64-encoded on one line, then `FOOTER`. SSM keeps only the first 24,000 characters of stdout, so a
+missing footer means the output was cut; `decode_output` then returns what the partial gzip stream
+still yields, marked truncated.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+import shlex
+import textwrap
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+DOCUMENT_NAME = "AmiAuditor-Probe"
+STEP_NAME = "probe"
+HEADER = "AMI-AUDITOR-SSM/1"
+FOOTER = "AMI-AUDITOR-SSM/1 end"
+EXIT_MARK = re.compile(r"\n?@@AMI-AUDITOR-EXIT (\d+)@@\n?$")
+BINARIES_PATTERN = r"^[A-Za-z0-9._+/ -]{0,4000}$"
+TIMEOUT_PATTERN = r"^([1-9][0-9]{0,4}|1[0-6][0-9]{4}|17[0-1][0-9]{3}|172[0-7][0-9]{2}|172800)$"
+STDOUT_CAP = 24_000  # GetCommandInvocation.StandardOutputContent keeps this many characters
+STDERR_CAP = 8_000
+
+_PROBE_FN = """\
+ami_auditor_probe() {{
+  base64 -d <<'AMI_AUDITOR_PROBE_B64' | /bin/sh -s -- "$@"
+{b64}
+AMI_AUDITOR_PROBE_B64
+  echo "@@AMI-AUDITOR-EXIT $?@@"
+}}"""
+
+_MAIN = f"""\
+set -f
+set -- $SSM_binaries
+set +f
+if command -v gzip >/dev/null 2>&1; then
+  echo "{HEADER} gzip-base64"
+  ami_auditor_probe "$@" | gzip -c | base64 | tr -d '\\n'
+  echo
+else
+  echo "{HEADER} plain"
+  ami_auditor_probe "$@"
+fi
+echo "{FOOTER}"
+exit 0"""
+
+_DOC_FALLBACK = "if [ -z \"${SSM_binaries+x}\" ]; then SSM_binaries='{{ binaries }}'; fi"
+
+
+def probe_sha256(script: str) -> str:
+    return hashlib.sha256(script.encode()).hexdigest()
+
+
+def wrapper_script(probe: str, binaries: list[str] | None = None) -> str:
+    """The shell text SSM runs. With `binaries` (AWS-RunShellScript mode) they are set here, quoted;
+    without, they come from the document parameter `binaries`."""
+    b64 = "\n".join(textwrap.wrap(base64.b64encode(probe.encode()).decode(), 76))
+    head = _DOC_FALLBACK if binaries is None else "SSM_binaries=" + shlex.quote(" ".join(binaries))
+    return "\n".join(["#!/bin/sh", f"# ami-auditor probe sha256:{probe_sha256(probe)}", head,
+                      _PROBE_FN.format(b64=b64), _MAIN]) + "\n"
+
+
+def document_content(probe: str, default_binaries: list[str]) -> dict[str, Any]:
+    """The SSM Command document (schema 2.2) that runs `probe`."""
+    return {
+        "schemaVersion": "2.2",
+        "description": f"ami-auditor read-only host probe (sha256:{probe_sha256(probe)}). Prints one "
+                       "compressed snapshot; changes nothing on the instance.",
+        "parameters": {
+            "binaries": {
+                "type": "String",
+                "description": "Space-separated key binaries to fingerprint (names or absolute paths).",
+                "default": " ".join(default_binaries),
+                "allowedPattern": BINARIES_PATTERN,
+                "interpolationType": "ENV_VAR",
+            },
+            "executionTimeout": {
+                "type": "String",
+                "description": "Seconds the probe may run before SSM stops it.",
+                "default": "120",
+                "allowedPattern": TIMEOUT_PATTERN,
+            },
+        },
+        "mainSteps": [{
+            "action": "aws:runShellScript",
+            "name": STEP_NAME,
+            "precondition": {"StringEquals": ["platformType", "Linux"]},
+            "inputs": {
+                "timeoutSeconds": "{{ executionTimeout }}",
+                "runCommand": wrapper_script(probe).splitlines(),
+            },
+        }],
+    }
+
+
+def document_json(probe: str, default_binaries: list[str]) -> str:
+    return json.dumps(document_content(probe, default_binaries), indent=2) + "\n"
+
+
+def document_probe_sha256(content: str) -> str | None:
+    """The probe hash recorded in an installed document's description (None if not ours)."""
+    try:
+        doc = json.loads(content)
+    except ValueError:
+        return None
+    m = re.search(r"sha256:([0-9a-f]{64})", str(doc.get("description", "")) if isinstance(doc, dict) else "")
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """The probe's own stdout and exit status recovered from the SSM output."""
+
+    stdout: str
+    exit_status: int
+    truncated: bool
+    framed: bool  # False: the output did not come from our wrapper at all
+
+
+def decode_output(text: str) -> Decoded:
+    """Undo the wrapper's framing and compression; a cut stream yields its readable prefix."""
+    lines = text.split("\n", 2)
+    if not lines[0].startswith(HEADER + " "):
+        return Decoded(text, -1, False, False)
+    mode = lines[0][len(HEADER) + 1:].strip()
+    rest = "\n".join(lines[1:])
+    complete = rest.rstrip("\n").endswith(FOOTER)
+    body = rest.rstrip("\n")[: -len(FOOTER)] if complete else rest
+    if mode == "gzip-base64":
+        payload = "".join(body.split())
+        payload = payload[: len(payload) // 4 * 4]
+        try:
+            raw = base64.b64decode(payload, validate=True)
+        except binascii.Error:
+            return Decoded("", -1, True, True)
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            out = inflater.decompress(raw)
+        except zlib.error:
+            out, complete = b"", False
+        complete = complete and inflater.eof
+        probe_out = out.decode("utf-8", "replace")
+    else:
+        probe_out = body
+    m = EXIT_MARK.search(probe_out)
+    if m:
+        return Decoded(probe_out[: m.start()] + "\n", int(m.group(1)), not complete, True)
+    return Decoded(probe_out, -1, True, True)

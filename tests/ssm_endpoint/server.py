@@ -1,0 +1,461 @@
+"""A local HTTP endpoint that speaks the SSM JSON protocol. It STANDS IN FOR AWS Systems Manager.
+
+moto accepts SendCommand but runs nothing and implements neither ListCommandInvocations nor
+DescribeInstanceInformation (FIELD-NOTES §8), so tests talk real HTTP (boto3, botocore's JSON protocol,
+`X-Amz-Target: AmazonSSM.<Operation>`) to this server instead. It really runs the command's script —
+on a test-fleet host (through `Fleet.exec`, as the SSM agent would run it as root on the instance) or
+locally with /bin/sh — and enforces SSM's documented limits:
+- SendCommand: ≤ 50 InstanceIds (ValidationException), TimeoutSeconds 30…2592000, parameters checked
+  against the document (`allowedPattern`, unknown names → InvalidParameters), unmanaged ids →
+  InvalidInstanceId; `ENV_VAR` parameters exported as `SSM_<name>`, `{{ name }}` substituted;
+- GetCommandInvocation: InvocationDoesNotExist for a window right after SendCommand; output empty
+  until terminal; StandardOutputContent cut at 24,000 characters, StandardErrorContent at 8,000;
+  full output uploaded to S3 (the moto server) when OutputS3BucketName is given;
+- ListCommandInvocations: MaxResults ≤ 50 with NextToken; invocations not yet visible are left out;
+- statuses per instance on demand: Undeliverable, delivery TimedOut, execution TimedOut (the script
+  is really killed at executionTimeout), Terminated, Failed (a non-zero exit);
+- ThrottlingException on demand; every call counted per operation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+STDOUT_CAP = 24_000
+STDERR_CAP = 8_000
+MAX_IDS = 50
+TERMINAL = {"Success", "Failed", "TimedOut", "Cancelled"}
+_REF = re.compile(r"\{\{\s*([A-Za-z0-9_.:-]+)\s*\}\}")
+
+# Runner: (script, env, timeout_s) -> (stdout, stderr, exit status); raises subprocess.TimeoutExpired.
+Runner = Callable[[str, dict[str, str], float], tuple[str, str, int]]
+
+RUN_SHELL_SCRIPT = {
+    "schemaVersion": "2.2",
+    "description": "Run a shell script (stand-in for the AWS-owned document).",
+    "parameters": {
+        "commands": {"type": "StringList"},
+        "workingDirectory": {"type": "String", "default": ""},
+        "executionTimeout": {"type": "String", "default": "3600", "allowedPattern": r"^[0-9]{1,6}$"},
+    },
+    "mainSteps": [{"action": "aws:runShellScript", "name": "runShellScript",
+                   "inputs": {"timeoutSeconds": "{{ executionTimeout }}", "runCommand": "{{ commands }}"}}],
+}
+
+
+def local_runner(shell: str = "/bin/sh") -> Runner:
+    """Run the script on this machine, as the agent does: written to a file, run with sh."""
+
+    def run(script: str, env: dict[str, str], timeout: float) -> tuple[str, str, int]:
+        with tempfile.NamedTemporaryFile("w", suffix=".sh", prefix="ssm-endpoint-") as f:
+            f.write(script)
+            f.flush()
+            proc = subprocess.run([shell, f.name], capture_output=True, text=True, timeout=timeout,
+                                  env={**os.environ, **env}, errors="replace")
+        return proc.stdout, proc.stderr, proc.returncode
+
+    return run
+
+
+def fleet_runner(fleet: Any, name: str) -> Runner:
+    """Run the script inside test-fleet host `name` (its namespaces, as root), like the SSM agent."""
+
+    def run(script: str, env: dict[str, str], timeout: float) -> tuple[str, str, int]:
+        argv = ["env", *(f"{k}={v}" for k, v in env.items()), "/bin/sh", "-c", script]
+        proc = fleet.exec(name, argv, timeout=timeout)
+        return proc.stdout, proc.stderr, proc.returncode
+
+    return run
+
+
+def canned_runner(stdout: str, stderr: str = "", status: int = 0) -> Runner:
+    """Answer with a recorded output without running anything (benchmarks of the client side)."""
+    return lambda script, env, timeout: (stdout, stderr, status)
+
+
+@dataclass
+class Instance:
+    """A managed instance: how its script runs and how SSM treats it."""
+
+    instance_id: str
+    runner: Runner
+    ping: str = "Online"
+    behaviour: str = "run"  # run | undeliverable | offline (delivery times out) | terminated
+    delay_s: float = 0.0  # time the script takes before it really runs (counts against executionTimeout)
+
+
+@dataclass
+class Invocation:
+    command_id: str
+    instance_id: str
+    document: str
+    visible_at: float
+    status: str = "Pending"
+    details: str = "Pending"
+    response_code: int = -1
+    stdout: str = ""
+    stderr: str = ""
+    stdout_url: str = ""
+    started: float = 0.0
+    ended: float = 0.0
+    not_yet_gets: int = 0
+
+
+class ApiError(Exception):
+    def __init__(self, code: str, message: str, status: int = 400):
+        super().__init__(message)
+        self.code, self.message, self.status = code, message, status
+
+
+@dataclass
+class SSMEndpoint:
+    """The stand-in for AWS SSM. `start()` returns its URL (for AWS_ENDPOINT_URL_SSM)."""
+
+    region: str = "us-east-1"
+    s3: Any = None  # a boto3 S3 client (the moto server) for OutputS3BucketName uploads
+    visibility_lag_s: float = 0.3  # InvocationDoesNotExist window after SendCommand
+    not_yet_gets: int = 0  # extra InvocationDoesNotExist answers per invocation (eventual consistency)
+    workers: int = 8
+    instances: dict[str, Instance] = field(default_factory=dict)
+    documents: dict[str, list[str]] = field(default_factory=dict)  # name -> versions' content
+    default_version: dict[str, int] = field(default_factory=dict)
+    invocations: dict[tuple[str, str], Invocation] = field(default_factory=dict)
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    calls: Counter = field(default_factory=Counter)
+    errors: Counter = field(default_factory=Counter)
+    sent_commands: list[dict[str, Any]] = field(default_factory=list)
+    throttles: Counter = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=self.workers)
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- test controls --------------------------------------------------------------------------
+
+    def add_instance(self, instance_id: str, runner: Runner, **kw: Any) -> Instance:
+        inst = Instance(instance_id, runner, **kw)
+        self.instances[instance_id] = inst
+        return inst
+
+    def throttle(self, operation: str, times: int) -> None:
+        """The next `times` calls of `operation` fail with ThrottlingException."""
+        self.throttles[operation] += times
+
+    def start(self) -> str:
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                status, doc = endpoint.handle(self.headers.get("X-Amz-Target", ""), body)
+                data = json.dumps(doc).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-amz-json-1.1")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- protocol -------------------------------------------------------------------------------
+
+    def handle(self, target: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        op = target.rpartition(".")[2]
+        with self._lock:
+            self.calls[op] += 1
+            throttled = self.throttles[op] > 0
+            if throttled:
+                self.throttles[op] -= 1
+        try:
+            if throttled:
+                raise ApiError("ThrottlingException", "Rate exceeded")
+            handler = getattr(self, f"op_{op}", None)
+            if handler is None:
+                raise ApiError("UnknownOperationException", f"{op} is not implemented by the test endpoint")
+            return 200, handler(json.loads(body or b"{}"))
+        except ApiError as exc:
+            with self._lock:
+                self.errors[(op, exc.code)] += 1
+            return exc.status, {"__type": exc.code, "message": exc.message}
+
+    # documents
+
+    def _document(self, name: str, version: str | None = None) -> tuple[dict[str, Any], int]:
+        if name == "AWS-RunShellScript":
+            return RUN_SHELL_SCRIPT, 1
+        if name not in self.documents:
+            raise ApiError("InvalidDocument", f"Document with name {name} does not exist.")
+        versions = self.documents[name]
+        if version in (None, "", "$DEFAULT"):
+            number = self.default_version[name]
+        elif version == "$LATEST":
+            number = len(versions)
+        elif str(version).isdigit() and 1 <= int(version) <= len(versions):
+            number = int(version)
+        else:
+            raise ApiError("InvalidDocumentVersion", f"version {version} of {name} does not exist")
+        return json.loads(versions[number - 1]), number
+
+    @staticmethod
+    def _validate_content(content: str) -> None:
+        if len(content.encode()) > 64 * 1024:
+            raise ApiError("MaxDocumentSizeExceeded", "document content exceeds 64 KB")
+        try:
+            doc = json.loads(content)
+        except ValueError as exc:
+            raise ApiError("InvalidDocumentContent", f"not JSON: {exc}") from None
+        if doc.get("schemaVersion") != "2.2" or not doc.get("mainSteps"):
+            raise ApiError("InvalidDocumentContent", "schemaVersion 2.2 with mainSteps required")
+        params = doc.get("parameters") or {}
+        for name, spec in params.items():
+            if "allowedPattern" in spec:
+                re.compile(spec["allowedPattern"])
+            if spec.get("interpolationType") not in (None, "ENV_VAR"):
+                raise ApiError("InvalidDocumentContent", f"bad interpolationType for {name}")
+        for ref in _REF.findall(json.dumps(doc.get("mainSteps"))):
+            if not ref.startswith("ssm:") and ref not in params:
+                raise ApiError("InvalidDocumentContent", f"parameter {ref} is referenced but not defined")
+
+    def _description(self, name: str) -> dict[str, Any]:
+        versions = self.documents[name]
+        return {"Name": name, "DocumentType": "Command", "DocumentFormat": "JSON", "Status": "Active",
+                "SchemaVersion": "2.2", "DocumentVersion": str(len(versions)),
+                "LatestVersion": str(len(versions)), "DefaultVersion": str(self.default_version[name])}
+
+    def op_CreateDocument(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        name = req["Name"]
+        if name in self.documents or name.startswith("AWS-"):
+            raise ApiError("DocumentAlreadyExists", f"Document with name {name} already exists.")
+        self._validate_content(req["Content"])
+        self.documents[name] = [req["Content"]]
+        self.default_version[name] = 1
+        return {"DocumentDescription": self._description(name)}
+
+    def op_UpdateDocument(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        name = req["Name"]
+        if name not in self.documents:
+            raise ApiError("InvalidDocument", f"Document with name {name} does not exist.")
+        self._validate_content(req["Content"])
+        if req["Content"] in self.documents[name]:
+            raise ApiError("DuplicateDocumentContent", "The content of the association document matches another "
+                                                       "document. Change the content of the document and try again.")
+        self.documents[name].append(req["Content"])
+        return {"DocumentDescription": self._description(name)}
+
+    def op_UpdateDocumentDefaultVersion(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        _, number = self._document(req["Name"], req["DocumentVersion"])
+        self.default_version[req["Name"]] = number
+        return {"Description": {"Name": req["Name"], "DefaultVersion": str(number)}}
+
+    def op_GetDocument(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        doc, number = self._document(req["Name"], req.get("DocumentVersion"))
+        return {"Name": req["Name"], "DocumentVersion": str(number), "Status": "Active",
+                "Content": json.dumps(doc), "DocumentType": "Command", "DocumentFormat": "JSON"}
+
+    def op_DescribeDocument(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        self._document(req["Name"])
+        return {"Document": self._description(req["Name"])}
+
+    # instances
+
+    def op_DescribeInstanceInformation(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        max_results = int(req.get("MaxResults", 50))
+        if not 5 <= max_results <= 50:
+            raise ApiError("ValidationException", "MaxResults must be between 5 and 50")
+        wanted = None
+        for f in req.get("Filters") or []:
+            if f["Key"] == "InstanceIds":
+                wanted = set(f["Values"])
+        ids = [i for i in sorted(self.instances) if wanted is None or i in wanted]
+        start = int(req.get("NextToken") or 0)
+        page = ids[start:start + max_results]
+        out: dict[str, Any] = {"InstanceInformationList": [
+            {"InstanceId": i, "PingStatus": self.instances[i].ping, "PlatformType": "Linux",
+             "PlatformName": "Debian GNU/Linux", "AgentVersion": "3.3.2746.0", "ResourceType": "EC2Instance"}
+            for i in page]}
+        if start + max_results < len(ids):
+            out["NextToken"] = str(start + max_results)
+        return out
+
+    # commands
+
+    def op_SendCommand(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        ids = req.get("InstanceIds") or []
+        if req.get("Targets"):
+            raise ApiError("ValidationException", "Targets are not supported by this test endpoint")
+        if not ids:
+            raise ApiError("ValidationException", "InstanceIds or Targets required")
+        if len(ids) > MAX_IDS:
+            raise ApiError("ValidationException", f"1 validation error detected: Value '{ids}' at 'instanceIds' "
+                                                  "failed to satisfy constraint: Member must have length less "
+                                                  f"than or equal to {MAX_IDS}")
+        timeout = int(req.get("TimeoutSeconds", 3600))
+        if not 30 <= timeout <= 2592000:
+            raise ApiError("ValidationException", "TimeoutSeconds must be between 30 and 2592000")
+        doc, version = self._document(req["DocumentName"], req.get("DocumentVersion"))
+        script, env, exec_timeout = self._render(doc, req.get("Parameters") or {})
+        unknown = [i for i in ids if i not in self.instances]
+        if unknown:
+            raise ApiError("InvalidInstanceId", f"Instances {unknown} not in a valid state for account")
+        command_id = str(uuid.uuid4())
+        now = time.monotonic()
+        s3 = (req.get("OutputS3BucketName"), req.get("OutputS3KeyPrefix") or "")
+        step = doc["mainSteps"][0]["name"]
+        with self._lock:
+            self.sent_commands.append(req)
+            self.commands[command_id] = list(ids)
+            for iid in ids:
+                inv = Invocation(command_id, iid, req["DocumentName"], now + self.visibility_lag_s,
+                                 not_yet_gets=self.not_yet_gets)
+                self.invocations[(command_id, iid)] = inv
+                self._pool.submit(self._execute, inv, script, env, exec_timeout, timeout, s3, step)
+        return {"Command": {"CommandId": command_id, "DocumentName": req["DocumentName"],
+                            "DocumentVersion": str(version), "InstanceIds": ids, "Status": "Pending",
+                            "TimeoutSeconds": timeout, "TargetCount": len(ids)}}
+
+    def _render(self, doc: dict[str, Any], given: dict[str, list[str]]) -> tuple[str, dict[str, str], float]:
+        params = doc.get("parameters") or {}
+        values: dict[str, Any] = {}
+        for name, value in given.items():
+            if name not in params:
+                raise ApiError("InvalidParameters", f"Parameter {name} is not defined in the document")
+            values[name] = value if params[name]["type"] == "StringList" else (value[0] if value else "")
+        for name, spec in params.items():
+            values.setdefault(name, spec.get("default", [] if spec["type"] == "StringList" else ""))
+            pattern = spec.get("allowedPattern")
+            items = values[name] if isinstance(values[name], list) else [values[name]]
+            if pattern and any(not re.search(pattern, str(v)) for v in items):
+                raise ApiError("InvalidParameters", f"Parameter {name} fails to match allowedPattern {pattern}")
+        inputs = doc["mainSteps"][0]["inputs"]
+        lines = inputs["runCommand"]
+        if isinstance(lines, str):  # "{{ commands }}"
+            lines = values[_REF.fullmatch(lines.strip()).group(1)]
+
+        def sub(m: re.Match[str]) -> str:
+            return str(values[m.group(1)]) if m.group(1) in values else m.group(0)
+
+        script = "\n".join(_REF.sub(sub, line) for line in lines) + "\n"
+        env = {f"SSM_{n}": str(values[n]) for n, s in params.items() if s.get("interpolationType") == "ENV_VAR"}
+        exec_timeout = float(_REF.sub(sub, str(inputs.get("timeoutSeconds", "3600"))))
+        return script, env, exec_timeout
+
+    def _finish(self, inv: Invocation, status: str, details: str, code: int, out: str = "", err: str = "") -> None:
+        with self._lock:
+            if inv.status in TERMINAL:  # cancelled meanwhile
+                return
+            inv.status, inv.details, inv.response_code = status, details, code
+            inv.stdout, inv.stderr, inv.ended = out, err, time.monotonic()
+
+    def _execute(self, inv: Invocation, script: str, env: dict[str, str], exec_timeout: float,
+                 delivery_timeout: int, s3: tuple[str | None, str], step: str) -> None:
+        inst = self.instances[inv.instance_id]
+        time.sleep(max(0.0, inv.visible_at - time.monotonic()))
+        if inst.behaviour == "undeliverable" or inst.ping != "Online":
+            return self._finish(inv, "Failed", "Undeliverable", -1,
+                                err="The command could not be delivered to the instance.")
+        if inst.behaviour == "offline":
+            time.sleep(delivery_timeout)
+            return self._finish(inv, "TimedOut", "Delivery Timed Out", -1)
+        if inst.behaviour == "terminated":
+            return self._finish(inv, "Failed", "Terminated", -1)
+        with self._lock:
+            inv.status, inv.details, inv.started = "InProgress", "In Progress", time.monotonic()
+        try:
+            if inst.delay_s >= exec_timeout:
+                time.sleep(exec_timeout)
+                raise subprocess.TimeoutExpired(script, exec_timeout)
+            time.sleep(inst.delay_s)
+            out, err, code = inst.runner(script, env, exec_timeout - inst.delay_s)
+        except subprocess.TimeoutExpired:
+            return self._finish(inv, "TimedOut", "Execution Timed Out", -1,
+                                err=f"failed to run commands: command timed out after {exec_timeout:.0f}s")
+        bucket, prefix = s3
+        if bucket and self.s3 is not None:
+            key = "/".join(p for p in (prefix.strip("/"), inv.command_id, inv.instance_id, "awsrunShellScript",
+                                       step, "stdout") if p)
+            self.s3.put_object(Bucket=bucket, Key=key, Body=out.encode())
+            inv.stdout_url = f"https://s3.{self.region}.amazonaws.com/{bucket}/{key}"
+        self._finish(inv, "Success" if code == 0 else "Failed", "Success" if code == 0 else "Failed", code,
+                     out[:STDOUT_CAP], err[:STDERR_CAP])
+
+    def _visible(self, command_id: str, instance_id: str) -> Invocation:
+        inv = self.invocations.get((command_id, instance_id))
+        if inv is None or time.monotonic() < inv.visible_at:
+            raise ApiError("InvocationDoesNotExist", "")
+        return inv
+
+    def op_GetCommandInvocation(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        with self._lock:
+            inv = self._visible(req["CommandId"], req["InstanceId"])
+            if inv.not_yet_gets > 0:
+                inv.not_yet_gets -= 1
+                raise ApiError("InvocationDoesNotExist", "")
+            done = inv.status in TERMINAL
+            elapsed = (inv.ended or time.monotonic()) - inv.started if inv.started else 0.0
+            return {
+                "CommandId": inv.command_id, "InstanceId": inv.instance_id, "DocumentName": inv.document,
+                "PluginName": "probe", "ResponseCode": inv.response_code, "Status": inv.status,
+                "StatusDetails": inv.details, "ExecutionElapsedTime": f"PT{elapsed:.3f}S",
+                "StandardOutputContent": inv.stdout if done else "",
+                "StandardErrorContent": inv.stderr if done else "",
+                "StandardOutputUrl": inv.stdout_url if done else "",
+                "StandardErrorUrl": "",
+            }
+
+    def op_ListCommandInvocations(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        max_results = int(req.get("MaxResults", 50))
+        if not 1 <= max_results <= 50:
+            raise ApiError("ValidationException", "MaxResults must be between 1 and 50")
+        command_id = req.get("CommandId")
+        if command_id not in self.commands:
+            raise ApiError("InvalidCommandId", f"{command_id}")
+        now = time.monotonic()
+        with self._lock:
+            rows = [self.invocations[(command_id, i)] for i in self.commands[command_id]]
+            rows = [r for r in rows if r.visible_at <= now
+                    and (not req.get("InstanceId") or r.instance_id == req["InstanceId"])]
+            start = int(req.get("NextToken") or 0)
+            page = rows[start:start + max_results]
+            out: dict[str, Any] = {"CommandInvocations": [
+                {"CommandId": r.command_id, "InstanceId": r.instance_id, "DocumentName": r.document,
+                 "Status": r.status, "StatusDetails": r.details} for r in page]}
+        if start + max_results < len(rows):
+            out["NextToken"] = str(start + max_results)
+        return out
+
+    def op_CancelCommand(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        command_id = req["CommandId"]
+        if command_id not in self.commands:
+            raise ApiError("InvalidCommandId", command_id)
+        for iid in req.get("InstanceIds") or self.commands[command_id]:
+            inv = self.invocations.get((command_id, iid))
+            if inv is not None:
+                self._finish(inv, "Cancelled", "Cancelled", -1)
+        return {}
