@@ -1,0 +1,154 @@
+"""Evaluate compiled rules on snapshots → Findings.
+
+Each rule runs once per distinct content of what it reads (the facts areas, and host/labels/name when
+it reads those): results are cached by a digest of that content and fanned out to every host that
+shares it, so a fleet of 10,000 hosts with 50 distinct configurations costs ~50 evaluations per rule.
+A facts area that was not collected (`facts[area]` is None) yields an explicit "could not be evaluated"
+finding (severity info, evidence.status = unknown), never a silent pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from typing import Any
+
+from jmespath.exceptions import JMESPathError
+
+from ..models import Finding
+from .functions import OPTIONS
+from .rules import Rule, RuleSet
+from .templates import render_title
+
+UNKNOWN_SEVERITY = "info"
+
+
+def truthy(value: Any) -> bool:
+    """JMESPath truthiness: false, null, "", [] and {} are false; every number (0 too) is true."""
+    return not (value is None or value is False or value == "" or value == [] or value == {})
+
+
+def _digest(value: Any) -> bytes:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+class _Digests:
+    """Per-snapshot memo of content digests (an area, host, labels, …)."""
+
+    def __init__(self, snapshot: dict[str, Any]):
+        self.snapshot = snapshot
+        self.facts = snapshot.get("facts") or {}
+        self.memo: dict[str, bytes] = {}
+
+    def area(self, name: str) -> bytes:
+        key = "facts." + name
+        if key not in self.memo:
+            self.memo[key] = _digest(self.facts.get(name))
+        return self.memo[key]
+
+    def root(self, name: str) -> bytes:
+        if name not in self.memo:
+            self.memo[name] = _digest(self.snapshot if name == "*" else self.snapshot.get(name))
+        return self.memo[name]
+
+
+def _item_name(rule: Rule, match: Any, ctx: dict[str, Any]) -> str | None:
+    if rule.item_expr is not None:
+        value = rule.item_expr.search(ctx, options=OPTIONS)
+    elif isinstance(match, dict):
+        value = match.get(rule.item_key) if rule.item_key else None
+    else:
+        value = match
+    return None if value is None else str(value)
+
+
+def _evaluate(rule: Rule, snapshot: dict[str, Any]) -> list[Finding]:
+    """Run one rule on one snapshot; findings carry host="" (filled in by the caller)."""
+    if rule.when is not None and not truthy(rule.when.search(snapshot, options=OPTIONS)):
+        return []
+    if rule.select is None:
+        matches: list[Any] = [None]
+    else:
+        result = rule.select.search(snapshot, options=OPTIONS)
+        matches = [m for m in result if truthy(m)] if isinstance(result, list) else [result] * truthy(result)
+    out = []
+    for match in matches:
+        ctx = snapshot if rule.select is None else {**snapshot, "item": match}
+        if rule.evidence:
+            evidence = {name: expr.search(ctx, options=OPTIONS) for name, expr in rule.evidence}
+        elif isinstance(match, dict):
+            evidence = dict(match)
+        else:
+            evidence = {} if match is None else {"value": match}
+        title = render_title(rule.title, {
+            "item": match, "facts": snapshot.get("facts"), "host": snapshot.get("host"),
+            "labels": snapshot.get("labels"), "name": snapshot.get("name"), "params": rule.params,
+            "evidence": evidence,
+        }, rule.id)
+        out.append(Finding(host="", rule=rule.id, severity=rule.severity, title=title, description=rule.description,
+                           remediation=rule.remediation, item=_item_name(rule, match, ctx), evidence=evidence,
+                           tags=rule.tags))
+    return out
+
+
+def _not_evaluated(rule: Rule, status: str, why: str, evidence: dict[str, Any]) -> Finding:
+    return Finding(host="", rule=rule.id, severity=UNKNOWN_SEVERITY, title=f"{rule.id} could not be evaluated: {why}",
+                   description=rule.description, evidence={"status": status, **evidence},
+                   tags=(*rule.tags, status))
+
+
+def _unknown(rule: Rule, snapshot: dict[str, Any]) -> Finding | None:
+    facts = snapshot.get("facts") or {}
+    missing = sorted(a for a in rule.areas if facts.get(a) is None)
+    if not missing:
+        return None
+    errors = snapshot.get("errors") or {}
+    why = "; ".join(f"{a} not collected" + (f" ({errors[a]})" if errors.get(a) else "") for a in missing)
+    return _not_evaluated(rule, "unknown", why, {"missing": missing,
+                                                 "errors": {a: errors[a] for a in missing if a in errors}})
+
+
+class Judge:
+    """Judges snapshots with a rule set, caching results by the content each rule reads."""
+
+    def __init__(self, ruleset: RuleSet):
+        self.rules = list(ruleset.rules)
+        self._cache: dict[tuple[int, tuple[bytes, ...]], list[Finding]] = {}
+        self.evaluations = 0  # rule runs actually performed (cache misses)
+
+    def _key(self, index: int, rule: Rule, digests: _Digests) -> tuple[int, tuple[bytes, ...]]:
+        if "*" in rule.roots:
+            return index, (digests.root("*"),)
+        parts = [digests.area(a) for a in sorted(rule.areas)]
+        parts.extend(digests.root(r) for r in sorted(rule.roots))
+        return index, tuple(parts)
+
+    def judge(self, snapshot: dict[str, Any]) -> list[Finding]:
+        """All findings (including not-evaluated ones) for one snapshot."""
+        host = str(snapshot.get("name") or snapshot.get("target") or "?")
+        digests = _Digests(snapshot)
+        out: list[Finding] = []
+        for index, rule in enumerate(self.rules):
+            unknown = _unknown(rule, snapshot)
+            if unknown is not None:
+                out.append(replace(unknown, host=host))
+                continue
+            key = self._key(index, rule, digests)
+            found = self._cache.get(key)
+            if found is None:
+                self.evaluations += 1
+                try:
+                    found = _evaluate(rule, snapshot)
+                except (JMESPathError, TypeError, ValueError) as exc:
+                    found = [_not_evaluated(rule, "error", f"{type(exc).__name__}: {exc}", {})]
+                self._cache[key] = found
+            out.extend(replace(f, host=host) for f in found)
+        return out
+
+    def judge_all(self, snapshots: list[dict[str, Any]]) -> list[Finding]:
+        findings: list[Finding] = []
+        for snapshot in snapshots:
+            findings.extend(self.judge(snapshot))
+        return findings

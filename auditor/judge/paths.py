@@ -1,0 +1,179 @@
+"""Check the fact paths a JMESPath expression reads against the fact schema, and record them.
+
+Walks the parsed expression with a "context" — the FactSpec the current node points at (None when the
+value is free-form, e.g. a map entry or a function result) — so `facts.systemd.units[?restartz > `1`]`
+is rejected (`units[].restartz` is not a fact) before any host is contacted.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..collect.schema import FactSpec, fact_paths, fact_tree
+from .functions import FUNCTION_NAMES
+
+# Top-level keys of a snapshot besides `facts` and `host` (which the fact schema declares).
+_FREE_ROOTS = {"labels": "map", "errors": "map", "probe": "map", "name": "string", "target": "string",
+               "collected_at": "string", "schema": "string"}
+# Functions whose result has the shape of their first argument / of one element of it.
+_SAME_AS_FIRST = {"sort_by", "reverse", "sort"}
+_ELEMENT_OF_FIRST = {"max_by", "min_by"}
+
+
+class PathError(ValueError):
+    """An expression names a fact the schema does not know, or uses an unknown function."""
+
+
+@dataclass
+class Reads:
+    """What an expression reads: schema paths touched and top-level roots (facts areas, host, labels…)."""
+
+    paths: set[str] = field(default_factory=set)
+    roots: set[str] = field(default_factory=set)
+    areas: set[str] = field(default_factory=set)
+    whole_facts: bool = False
+
+    def note(self, path: str) -> None:
+        self.paths.add(path)
+        head, _, rest = path.partition(".")
+        self.roots.add(head.removesuffix("[]"))
+        if head == "facts":
+            if rest:
+                self.areas.add(rest.split(".")[0].split("[")[0])
+            else:
+                self.whole_facts = True
+
+    def merge(self, other: Reads) -> None:
+        self.paths |= other.paths
+        self.roots |= other.roots
+        self.areas |= other.areas
+        self.whole_facts |= other.whole_facts
+
+
+def root_spec(item: FactSpec | None = None) -> FactSpec:
+    """The snapshot document as a spec; `item` (a select rule's match) is an extra root when given."""
+    tree = fact_tree()
+    children = dict(tree.children)
+    for name, kind in _FREE_ROOTS.items():
+        children[name] = FactSpec(name, kind)
+    if item is not None:
+        children["item"] = item
+    return FactSpec("", "object", children=children)
+
+
+def element(spec: FactSpec | None) -> FactSpec | None:
+    """The spec of one element of a list spec (None when free-form)."""
+    if spec is None or spec.type != "list":
+        return None
+    if spec.children:
+        return FactSpec(f"{spec.path}[]", "object", key=spec.key, children=spec.children)
+    return FactSpec(f"{spec.path}[]", spec.items or "string")
+
+
+def list_of(spec: FactSpec | None) -> FactSpec | None:
+    """A list whose elements have `spec` (the result of a projection)."""
+    if spec is None:
+        return None
+    path = spec.path.removesuffix("[]")
+    if spec.type == "object" and spec.children:
+        return FactSpec(path, "list", key=spec.key, children=spec.children)
+    if spec.type in ("string", "integer", "number", "boolean"):
+        return FactSpec(path, "list", items=spec.type)
+    return None
+
+
+def _field(spec: FactSpec | None, name: str, reads: Reads, note: bool = True) -> FactSpec | None:
+    """Step into field `name`; `note=False` for a step that a longer chain continues (only chain ends are read)."""
+    if spec is None or spec.type == "map":
+        return None
+    shown = spec.path or "the snapshot"
+    if spec.type == "list":
+        raise PathError(f"{shown} is a list: write {spec.path}[].{name} or {spec.path}[?…] to look inside it")
+    if spec.type != "object":
+        raise PathError(f"{shown} is a {spec.type}; it has no field {name!r}")
+    child = spec.children.get(name)
+    if child is None:
+        near = difflib.get_close_matches(name, list(spec.children), n=3)
+        hint = f" (did you mean {', '.join(near)}?)" if near else f" (known: {', '.join(sorted(spec.children))})"
+        where = f"{spec.path}.{name}" if spec.path else name
+        raise PathError(f"unknown fact path {where!r}{hint}")
+    if note:
+        reads.note(child.path)
+    return child
+
+
+def _walk(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactSpec | None:
+    kind = node["type"]
+    kids = node.get("children", [])
+    if kind == "field":
+        return _field(ctx, node["value"], reads)
+    if kind in ("current", "identity"):
+        if ctx is not None and ctx.path == "":
+            reads.roots.add("*")
+        return ctx
+    if kind == "subexpression":
+        spec = ctx
+        for i, kid in enumerate(kids):
+            if kid["type"] == "field" and i < len(kids) - 1:
+                spec = _field(spec, kid["value"], reads, note=False)
+            else:
+                spec = _walk(kid, spec, reads)
+        return spec
+    if kind == "pipe":
+        return _walk(kids[1], _walk(kids[0], ctx, reads), reads)
+    if kind == "index_expression":
+        left = _walk(kids[0], ctx, reads)
+        return element(left) if kids[1]["type"] == "index" else left
+    if kind == "projection":
+        left = _walk(kids[0], ctx, reads)
+        return list_of(_walk(kids[1], element(left), reads))
+    if kind == "filter_projection":
+        left = _walk(kids[0], ctx, reads)
+        item = element(left)
+        _walk(kids[2], item, reads)
+        return list_of(_walk(kids[1], item, reads))
+    if kind == "flatten":
+        return _walk(kids[0], ctx, reads)
+    if kind == "function_expression":
+        return _function(node, ctx, reads)
+    if kind in ("literal", "index", "slice"):
+        return None
+    for kid in kids:  # comparators, and/or/not, multi-selects, value projections, exprefs
+        if isinstance(kid, dict):
+            _walk(kid, ctx, reads)
+    return None
+
+
+def _function(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactSpec | None:
+    name = node["value"]
+    if name not in FUNCTION_NAMES:
+        near = difflib.get_close_matches(name, sorted(FUNCTION_NAMES), n=3)
+        raise PathError(f"unknown function {name}(){' (did you mean ' + ', '.join(near) + '?)' if near else ''}")
+    first: FactSpec | None = None
+    for i, arg in enumerate(node["children"]):
+        if arg["type"] == "expref":
+            _walk(arg["children"][0], element(first), reads)
+            continue
+        spec = _walk(arg, ctx, reads)
+        if i == 0:
+            first = spec
+    if name in _SAME_AS_FIRST:
+        return first
+    if name in _ELEMENT_OF_FIRST:
+        return element(first)
+    return None
+
+
+def analyze(parsed: dict[str, Any], item: FactSpec | None = None, root: FactSpec | None = None) -> tuple[
+        FactSpec | None, Reads]:
+    """Validate a parsed expression (jmespath `.parsed`); return the spec of its result and what it reads."""
+    reads = Reads()
+    result = _walk(parsed, root or root_spec(item), reads)
+    return result, reads
+
+
+def known_path(path: str) -> bool:
+    """Whether a dotted path (no list markers) names a declared fact."""
+    return path in fact_paths()

@@ -1,0 +1,282 @@
+"""Rule packs: load YAML, validate every rule (keys, severity, JMESPath, fact paths, title), compile.
+
+A pack file:
+
+    pack: cgroups                       # defaults to the file name
+    description: Dying memory cgroups
+    params: {dying_warn: 1000}          # `${dying_warn}` in expressions; override with --set cgroups.dying_warn=500
+    rules:
+      - id: cgroups.dying-memcgs
+        title: "{{ facts.cgroups.memory.dying }} dying memory cgroups"
+        severity: medium
+        when: "facts.cgroups.memory.dying >= ${dying_warn}"      # host-level condition, or
+        select: "facts.systemd.units[?restarts > `3`]"            # one finding per matched item
+        evidence: {dying: facts.cgroups.memory.dying}             # name → JMESPath over the snapshot + `item`
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+from ..collect.schema import FactSpec, fact_tree
+from ..errors import InputError
+from ..models import SEVERITIES
+from ..resources import builtin_rules_dir
+from ..yamlload import LineDict, LineList, load_yaml_file
+from .params import Override, coerce, plain, substitute
+from .paths import PathError, Reads, analyze, element, root_spec
+from .templates import TemplateError, compile_title
+
+PACK_KEYS = {"pack", "description", "params", "rules"}
+RULE_KEYS = {"id", "name", "title", "severity", "description", "remediation", "tags", "when", "select", "item",
+             "evidence"}
+REQUIRED = ("id", "title", "severity")
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+FREE_ITEM = FactSpec("item", "map")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One compiled rule. `areas`: facts areas it reads (unknown on a host → the rule cannot be evaluated)."""
+
+    id: str
+    pack: str
+    severity: str
+    name: str
+    title: Any  # compiled jinja2 template
+    description: str
+    remediation: str
+    tags: tuple[str, ...]
+    when: Any | None  # compiled JMESPath
+    select: Any | None
+    item_expr: Any | None
+    item_key: str | None  # row field naming the item (from the fact schema's list key)
+    evidence: tuple[tuple[str, Any], ...]
+    areas: frozenset[str]
+    roots: frozenset[str]  # top-level snapshot keys read besides facts (host, labels, name, …); "*" = all
+    params: dict[str, Any]
+    source: str
+    line: int
+
+
+@dataclass
+class Pack:
+    name: str
+    source: str
+    line: int
+    description: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    param_lines: dict[str, int] = field(default_factory=dict)
+    raw_rules: Any = None
+
+
+@dataclass
+class RuleSet:
+    """All loaded rules, the packs they came from, and the files read."""
+
+    rules: list[Rule]
+    packs: dict[str, Pack]
+    files: list[str]
+
+    def ids(self) -> set[str]:
+        return {r.id for r in self.rules}
+
+
+def rule_files(dirs: Iterable[str | Path], builtin: bool = True) -> list[Path]:
+    """Built-in packs (unless `builtin` is False) then each DIR's *.yaml/*.yml (or a single file)."""
+    out: list[Path] = []
+    if builtin:
+        out.extend(sorted(builtin_rules_dir().glob("*.yaml")))
+    for d in dirs:
+        p = Path(d)
+        if p.is_dir():
+            found = sorted([*p.glob("*.yaml"), *p.glob("*.yml")])
+            if not found:
+                raise InputError("no *.yaml rule files in this directory", str(p))
+            out.extend(found)
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise InputError("no such rules file or directory", str(p))
+    return out
+
+
+def _str(node: LineDict, key: str, path: str, default: str = "") -> str:
+    value = node.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise InputError(f"{key!r} must be a string", path, node.line_of(key))
+    return value
+
+
+def _read_pack(path: Path) -> Pack:
+    doc = load_yaml_file(path)
+    where = str(path)
+    if not isinstance(doc, LineDict):
+        raise InputError("a rule file is a mapping with `rules:` (and optional pack, description, params)", where,
+                         getattr(doc, "line", 1))
+    unknown = sorted(set(doc) - PACK_KEYS)
+    if unknown:
+        raise InputError(f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(PACK_KEYS))})", where,
+                         doc.line_of(unknown[0]))
+    name = _str(doc, "pack", where, path.stem)
+    if not ID_RE.match(name):
+        raise InputError(f"pack name {name!r} must be lower-case letters, digits, . _ -", where, doc.line_of("pack"))
+    params = doc.get("params") or LineDict()
+    if not isinstance(params, LineDict):
+        raise InputError("'params' must be a mapping of name: default", where, doc.line_of("params"))
+    rules = doc.get("rules")
+    if not isinstance(rules, LineList):
+        raise InputError("'rules' must be a list of rules", where, doc.line_of("rules"))
+    return Pack(name, where, doc.line, _str(doc, "description", where), plain(params),
+                {str(k): params.line_of(k) for k in params}, rules)
+
+
+def _apply_overrides(packs: dict[str, Pack], overrides: Iterable[Override]) -> None:
+    for o in overrides:
+        where = o.source if o.source != "--set" else None
+        pack = packs.get(o.pack)
+        if pack is None:
+            raise InputError(f"{o.pack}.{o.name}: no rule pack named {o.pack!r} (packs: {', '.join(sorted(packs))})",
+                             where, o.line)
+        if o.name not in pack.params:
+            known = ", ".join(sorted(pack.params)) or "none"
+            raise InputError(f"{o.pack}.{o.name}: pack {o.pack!r} has no parameter {o.name!r} (known: {known})",
+                             where, o.line)
+        pack.params[o.name] = coerce(pack.params[o.name], plain(o.value), f"{o.pack}.{o.name}", o.source, o.line)
+
+
+def _compile_expr(text: Any, key: str, node: LineDict, pack: Pack, item: FactSpec | None) -> tuple[Any, FactSpec | None,
+                                                                                                     Reads]:
+    line = node.line_of(key)
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{key!r} must be a JMESPath expression (a string)", pack.source, line)
+    try:
+        expanded = substitute(text, pack.params)
+    except KeyError as exc:
+        known = ", ".join(sorted(pack.params)) or "none"
+        raise InputError(f"{key}: unknown parameter ${{{exc.args[0]}}} (pack {pack.name} has: {known})", pack.source,
+                         line) from None
+    try:
+        compiled = jmespath.compile(expanded)
+    except JMESPathError as exc:
+        msg = " ".join(str(exc).split())
+        raise InputError(f"{key}: invalid JMESPath expression: {msg}", pack.source, line) from None
+    try:
+        result, reads = analyze(compiled.parsed, item=item)
+    except PathError as exc:
+        raise InputError(f"{key}: {exc}", pack.source, line) from None
+    return compiled, result, reads
+
+
+def _plain_path(path: str) -> bool:
+    return bool(path) and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part) for part in path.split("."))
+
+
+def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
+    where, line = pack.source, pack.raw_rules.line_of(index)
+    if not isinstance(node, LineDict):
+        raise InputError("each rule must be a mapping", where, line)
+    unknown = sorted(set(node) - RULE_KEYS)
+    if unknown:
+        raise InputError(f"unknown key {unknown[0]!r} in rule (allowed: {', '.join(sorted(RULE_KEYS))})", where,
+                         node.line_of(unknown[0]))
+    for key in REQUIRED:
+        if key not in node:
+            raise InputError(f"rule is missing {key!r}", where, node.line)
+    rid = node["id"]
+    if not isinstance(rid, str) or not ID_RE.match(rid):
+        raise InputError(f"rule id {rid!r} must be lower-case letters, digits, . _ -", where, node.line_of("id"))
+    severity = node["severity"]
+    if severity not in SEVERITIES:
+        raise InputError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}", where,
+                         node.line_of("severity"))
+    if "when" not in node and "select" not in node:
+        raise InputError("rule needs a condition: `when` (host-level) and/or `select` (one finding per item)", where,
+                         node.line)
+    tags = node.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise InputError("'tags' must be a list of strings", where, node.line_of("tags"))
+
+    reads = Reads()
+    when = select = item_expr = None
+    item_spec: FactSpec | None = None
+    when_paths: set[str] = set()
+    if "when" in node:
+        when, _, r = _compile_expr(node["when"], "when", node, pack, None)
+        reads.merge(r)
+        when_paths = r.paths
+    if "select" in node:
+        select, result, r = _compile_expr(node["select"], "select", node, pack, None)
+        reads.merge(r)
+        item_spec = element(result) if result is not None and result.type == "list" else result
+        item_spec = item_spec or FREE_ITEM
+    item_key = item_spec.key if item_spec is not None else None
+    if "item" in node:
+        if select is None:
+            raise InputError("'item' needs 'select' (it names the matched item)", where, node.line_of("item"))
+        item_expr, _, r = _compile_expr(node["item"], "item", node, pack, item_spec)
+        reads.merge(r)
+    evidence: list[tuple[str, Any]] = []
+    ev = node.get("evidence") or LineDict()
+    if not isinstance(ev, LineDict):
+        raise InputError("'evidence' must be a mapping of name: JMESPath expression", where, node.line_of("evidence"))
+    for name in ev:
+        compiled, _, r = _compile_expr(ev[name], name, ev, pack, item_spec)
+        reads.merge(r)
+        evidence.append((str(name), compiled))
+    if not evidence and select is None:  # a host-level rule shows the facts its condition read
+        evidence = [(p, jmespath.compile(p)) for p in sorted(when_paths) if _plain_path(p)]
+    title_src = node["title"]
+    if not isinstance(title_src, str) or not title_src.strip():
+        raise InputError("'title' must be a non-empty string (a jinja2 template)", where, node.line_of("title"))
+    try:
+        title, r = compile_title(title_src, root_spec(item_spec))
+    except TemplateError as exc:
+        raise InputError(str(exc), where, node.line_of("title") + exc.lineno - 1) from None
+    reads.merge(r)
+
+    areas = set(reads.areas)
+    if reads.whole_facts or "*" in reads.roots:
+        areas |= set(fact_tree().children["facts"].children)
+    return Rule(
+        id=rid, pack=pack.name, severity=severity, name=_str(node, "name", where, title_src.strip()), title=title,
+        description=_str(node, "description", where).strip(), remediation=_str(node, "remediation", where).strip(),
+        tags=tuple(tags), when=when, select=select, item_expr=item_expr, item_key=item_key,
+        evidence=tuple(evidence), areas=frozenset(areas), roots=frozenset(reads.roots - {"facts"}),
+        params=dict(pack.params), source=where, line=node.line,
+    )
+
+
+def load_rules(dirs: Iterable[str | Path] = (), builtin: bool = True,
+               overrides: Iterable[Override] = ()) -> RuleSet:
+    """Load, validate and compile rule packs; any problem is an InputError naming the file and line."""
+    files = rule_files(dirs, builtin)
+    packs: dict[str, Pack] = {}
+    for path in files:
+        pack = _read_pack(path)
+        if pack.name in packs:
+            raise InputError(f"pack {pack.name!r} is already defined in {packs[pack.name].source}", pack.source,
+                             pack.line)
+        packs[pack.name] = pack
+    _apply_overrides(packs, overrides)
+    rules: list[Rule] = []
+    seen: dict[str, Rule] = {}
+    for pack in packs.values():
+        for i, node in enumerate(pack.raw_rules):
+            rule = _compile_rule(node, pack, i)
+            if rule.id in seen:
+                other = seen[rule.id]
+                raise InputError(f"rule id {rule.id!r} is already defined at {other.source}:{other.line}",
+                                 rule.source, rule.line)
+            seen[rule.id] = rule
+            rules.append(rule)
+    return RuleSet(rules, packs, [str(f) for f in files])
