@@ -12,6 +12,7 @@ from ..collect.probe import DEFAULT_BINARIES
 from ..context import Env
 from ..errors import InputError
 from ..models import HostResult, HostSpec
+from .aws_options import add_aws_options, discovered_hosts, with_ssm_settings
 
 
 def add_target_options(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +26,7 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
                         help="wall-clock limit per host (default 60)")
     parser.add_argument("--binary", action="append", default=None, metavar="NAME",
                         help=f"key binary to fingerprint (repeatable; default: {', '.join(DEFAULT_BINARIES)})")
+    add_aws_options(parser)
 
 
 def resolve_specs(args: argparse.Namespace) -> list[HostSpec]:
@@ -34,11 +36,14 @@ def resolve_specs(args: argparse.Namespace) -> list[HostSpec]:
     specs: list[HostSpec] = list(targets_from_args(args.targets))
     for path in args.inventory:
         specs.extend(load_inventory(path))
+    if getattr(args, "ec2", None):  # after every input file is validated: discovery calls AWS
+        args.ec2_hosts = discovered_hosts(args)
     extra = getattr(args, "ec2_hosts", None)
     if extra:
         specs.extend(extra)
+    specs = with_ssm_settings(specs, args)
     if not specs:
-        raise InputError("no targets: give TARGET… or -i INVENTORY (try `local`)")
+        raise InputError("no targets: give TARGET…, -i INVENTORY or --ec2 FILTER (try `local`)")
     seen: set[str] = set()
     for spec in specs:
         if spec.name in seen:

@@ -140,6 +140,30 @@ def status_error(inv: dict[str, Any]) -> TransportError | None:
     return TransportError(text)
 
 
+def ping_statuses(ssm: Any, instance_ids: list[str]) -> dict[str, str]:
+    """PingStatus (Online, ConnectionLost, Inactive) per managed instance; unmanaged ids are absent.
+
+    DescribeInstanceInformation with an InstanceIds filter of ≤ 50 ids per call.
+    """
+    found: dict[str, str] = {}
+    for batch in chunks(instance_ids):
+        token = None
+        while True:
+            kwargs: dict[str, Any] = {"Filters": [{"Key": "InstanceIds", "Values": batch}], "MaxResults": 50}
+            if token:
+                kwargs["NextToken"] = token
+            try:
+                page = ssm.describe_instance_information(**kwargs)
+            except Exception as exc:  # noqa: BLE001
+                raise error_for_aws(exc, "DescribeInstanceInformation") from None
+            for info in page.get("InstanceInformationList", []):
+                found[info["InstanceId"]] = info.get("PingStatus") or "Unknown"
+            token = page.get("NextToken")
+            if not token:
+                return found
+    return found
+
+
 class SSMBatch:
     """One run of a script on many instances that share settings (region, profile, document, bucket)."""
 
@@ -157,12 +181,16 @@ class SSMBatch:
 
     # -- the steps ------------------------------------------------------------------------------
 
-    def run(self, instance_ids: list[str]) -> dict[str, Outcome]:
-        """Every instance id gets an outcome: a CommandResult or a TransportError (never raises)."""
+    def run(self, instance_ids: list[str], known_ping: dict[str, str] | None = None) -> dict[str, Outcome]:
+        """Every instance id gets an outcome: a CommandResult or a TransportError (never raises).
+
+        `known_ping`: PingStatus already learnt (EC2 discovery joins it); the rest is looked up.
+        """
         out: dict[str, Outcome] = {}
+        ping = dict(known_ping or {})
         try:
             self.check_document()
-            ping = self.ping_status(instance_ids)
+            ping.update(ping_statuses(self.ssm, [i for i in instance_ids if i not in ping]))
         except TransportError as exc:
             return dict.fromkeys(instance_ids, exc)
         online = []
@@ -171,7 +199,8 @@ class SSMBatch:
             if state == "Online":
                 online.append(iid)
             else:
-                why = f"SSM agent {state}" if state else "not a managed instance (no SSM agent registered)"
+                managed = state and state != "NotManaged"
+                why = f"SSM agent {state}" if managed else "not a managed instance (no SSM agent registered)"
                 out[iid] = Unreachable(f"{why}; no command sent")
         pending: dict[str, tuple[set[str], float]] = {}
         for batch in chunks(online):
@@ -202,26 +231,6 @@ class SSMBatch:
                 f"SSM document {self.settings.document} runs probe sha256:{(have or 'unknown')[:12]}, this "
                 f"ami-auditor needs sha256:{want[:12]}: run `ami-auditor ssm install-document`"
             )
-
-    def ping_status(self, instance_ids: list[str]) -> dict[str, str]:
-        """PingStatus per managed instance (DescribeInstanceInformation, ≤ 50 ids per call)."""
-        found: dict[str, str] = {}
-        for batch in chunks(instance_ids):
-            token = None
-            while True:
-                kwargs: dict[str, Any] = {"Filters": [{"Key": "InstanceIds", "Values": batch}], "MaxResults": 50}
-                if token:
-                    kwargs["NextToken"] = token
-                try:
-                    page = self.ssm.describe_instance_information(**kwargs)
-                except Exception as exc:  # noqa: BLE001
-                    raise error_for_aws(exc, "DescribeInstanceInformation") from None
-                for info in page.get("InstanceInformationList", []):
-                    found[info["InstanceId"]] = info.get("PingStatus") or "Unknown"
-                token = page.get("NextToken")
-                if not token:
-                    break
-        return found
 
     def send(self, instance_ids: list[str]) -> str:
         assert 0 < len(instance_ids) <= MAX_IDS_PER_COMMAND
@@ -356,8 +365,9 @@ def run_ssm_batch(specs: list[HostSpec], script: str, args: list[str],
     outcomes: list[Outcome | None] = [None] * len(specs)
     for settings, indexes in groups.values():
         ids = [instance_id_of(specs[i]) for i in indexes]
+        known = {iid: specs[i].options["ssm_ping"] for i, iid in zip(indexes, ids) if specs[i].options.get("ssm_ping")}
         try:
-            results = SSMBatch(settings, script, args, deadline_s).run(list(dict.fromkeys(ids)))
+            results = SSMBatch(settings, script, args, deadline_s).run(list(dict.fromkeys(ids)), known)
         except TransportError as exc:
             results = dict.fromkeys(ids, exc)
         for i, iid in zip(indexes, ids):

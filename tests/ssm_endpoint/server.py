@@ -276,8 +276,9 @@ class SSMEndpoint:
 
     def op_GetDocument(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
         doc, number = self._document(req["Name"], req.get("DocumentVersion"))
+        raw = self.documents[req["Name"]][number - 1] if req["Name"] in self.documents else json.dumps(doc)
         return {"Name": req["Name"], "DocumentVersion": str(number), "Status": "Active",
-                "Content": json.dumps(doc), "DocumentType": "Command", "DocumentFormat": "JSON"}
+                "Content": raw, "DocumentType": "Command", "DocumentFormat": "JSON"}
 
     def op_DescribeDocument(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
         self._document(req["Name"])

@@ -1,0 +1,205 @@
+"""The golden baseline: a readable, hand-editable YAML file of expected facts, loaded strictly.
+
+```yaml
+baseline: ami-auditor/baseline/1
+source: {host: golden, target: ssh://root@10.0.1.10, captured_at: '2026-…Z', ami_id: ami-0…, tool_version: 0.1.0}
+complete: [facts.systemd.unit_files, facts.binaries, facts.packages.items, facts.kernel.sysctls]
+ignore: ['facts.packages.items[linux-image-*]']
+expect:
+  facts.systemd.unit_files[ecs.service].state: disabled
+  facts.binaries[kubelet].sha256: 5f79ca1f…
+  facts.binaries[kubelet].version: {pattern: 'Kubernetes v1\\.29\\.\\d+-eks-.*'}
+  facts.kernel.thp_enabled: [madvise, never]
+```
+Every problem is an InputError naming the file and line (exit 2).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from ..yamlload import LineDict, LineList, line_of, load_yaml_file
+from .normalize import leaf_spec
+
+BASELINE_SCHEMA = "ami-auditor/baseline/1"
+TOP_KEYS = ("baseline", "source", "complete", "ignore", "expect")
+SOURCE_KEYS = ("host", "target", "captured_at", "ami_id", "tool_version", "snapshot_collected_at")
+_SCALAR = (str, int, float, bool)
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a host may have at one path: one value, any of several, or a full-match pattern."""
+
+    path: str
+    values: tuple[Any, ...] = ()
+    pattern: re.Pattern[str] | None = None
+    line: int | None = None
+
+    def matches(self, actual: Any) -> bool:
+        if self.pattern is not None:
+            return isinstance(actual, (str, int, float)) and not isinstance(actual, bool) \
+                and self.pattern.fullmatch(str(actual)) is not None
+        return any(_same(actual, v) for v in self.values)
+
+    def shown(self) -> Any:
+        """The expectation as reported: the value, the list of allowed values, or {pattern: …}."""
+        if self.pattern is not None:
+            return {"pattern": self.pattern.pattern}
+        return self.values[0] if len(self.values) == 1 else list(self.values)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A loaded baseline: where it came from, what is expected, which collections are listed in full."""
+
+    path: str
+    source: dict[str, Any]
+    expect: dict[str, Expect]
+    complete: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    areas: frozenset[str] = field(default=frozenset())
+
+    def ignored(self, path: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, glob) for glob in self.ignore)
+
+    def summary(self) -> dict[str, Any]:
+        """The report's `baseline` section."""
+        return {
+            "path": self.path,
+            "source_host": self.source.get("host"),
+            "captured_at": self.source.get("captured_at"),
+            "ami_id": self.source.get("ami_id"),
+            "facts": len(self.expect),
+            "complete": list(self.complete),
+        }
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same kind: 1 == 1.0 for numbers, but "1" != 1 and True != 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _fail(message: str, path: str, node: Any, key: Any = None) -> InputError:
+    return InputError(message, path, line_of(node, key))
+
+
+def _coerce(value: Any, kind: str, where: str, file: str, line: int | None) -> Any:
+    """Match YAML's scalar typing to the fact's declared type (unquoted 60 for a string fact is "60")."""
+    if value is None:
+        raise InputError(f"{where}: null is not an expected value (delete the line instead)", file, line)
+    if kind == "string":
+        if isinstance(value, bool):
+            raise InputError(f"{where}: {value!r} is a YAML boolean but this fact is a string; quote it", file, line)
+        return value if isinstance(value, str) else str(value)
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise InputError(f"{where}: expected true or false, got {value!r}", file, line)
+        return value
+    if kind in ("integer", "number"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(f"{where}: expected a number, got {value!r}", file, line)
+        return int(value) if kind == "integer" and float(value).is_integer() else value
+    raise InputError(f"{where}: facts of type {kind} cannot be baselined", file, line)
+
+
+def _expect(path: str, raw: Any, file: str, line: int | None) -> Expect:
+    resolved = leaf_spec(path)
+    if resolved is None:
+        raise InputError(f"unknown fact path {path!r} (see auditor/collect/facts.yaml)", file, line)
+    spec, kind = resolved
+    if spec.volatile:
+        raise InputError(f"{path} is volatile (it changes on its own) and cannot be baselined", file, line)
+    if isinstance(raw, LineDict):
+        if set(raw) != {"pattern"} or not isinstance(raw["pattern"], str):
+            raise InputError(f"{path}: a mapping value must be exactly {{pattern: REGEX}}", file, line)
+        try:
+            return Expect(path, pattern=re.compile(raw["pattern"]), line=line)
+        except re.error as exc:
+            raise InputError(f"{path}: bad pattern {raw['pattern']!r}: {exc}", file, line) from None
+    if isinstance(raw, LineList):
+        if not raw:
+            raise InputError(f"{path}: an empty list allows nothing; delete the line instead", file, line)
+        values = []
+        for i, item in enumerate(raw):
+            if not isinstance(item, _SCALAR):
+                raise InputError(f"{path}: allowed values must be scalars", file, raw.line_of(i))
+            values.append(_coerce(item, kind, path, file, raw.line_of(i)))
+        return Expect(path, tuple(values), line=line)
+    if raw is not None and not isinstance(raw, _SCALAR):
+        raise InputError(f"{path}: unsupported value {raw!r}", file, line)
+    return Expect(path, (_coerce(raw, kind, path, file, line),), line=line)
+
+
+def _string_list(doc: LineDict, key: str, file: str) -> list[tuple[str, int | None]]:
+    raw = doc.get(key)
+    if raw is None:
+        return []
+    if not isinstance(raw, LineList):
+        raise _fail(f"`{key}` must be a list of strings", file, doc, key)
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, str) or not item:
+            raise InputError(f"`{key}` items must be non-empty strings", file, raw.line_of(i))
+        out.append((item, raw.line_of(i)))
+    return out
+
+
+def _complete(doc: LineDict, file: str) -> tuple[str, ...]:
+    from .normalize import collection_spec
+
+    out = []
+    for item, line in _string_list(doc, "complete", file):
+        if collection_spec(item) is None:
+            raise InputError(f"`complete`: {item!r} is not a keyed list, set or map of the fact schema", file, line)
+        out.append(item)
+    return tuple(out)
+
+
+def parse_baseline(doc: Any, file: str) -> Baseline:
+    """Validate a parsed baseline document (from load_yaml_*)."""
+    if doc is None:
+        raise InputError("empty baseline file", file, 1)
+    if not isinstance(doc, LineDict):
+        raise InputError("a baseline must be a mapping with `baseline:` and `expect:`", file, line_of(doc) or 1)
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise _fail(f"unknown key {key!r} (expected one of: {', '.join(TOP_KEYS)})", file, doc, key)
+    if doc.get("baseline") != BASELINE_SCHEMA:
+        line = doc.line_of("baseline") if "baseline" in doc else doc.line
+        raise InputError(f"not a baseline: expected `baseline: {BASELINE_SCHEMA}`", file, line)
+    source = doc.get("source") or LineDict()
+    if not isinstance(source, LineDict):
+        raise _fail("`source` must be a mapping", file, doc, "source")
+    for key, value in source.items():
+        if key not in SOURCE_KEYS:
+            raise _fail(f"`source`: unknown key {key!r}", file, source, key)
+        if value is not None and not isinstance(value, _SCALAR):
+            raise _fail(f"`source.{key}` must be a scalar", file, source, key)
+    expect_raw = doc.get("expect")
+    if not isinstance(expect_raw, LineDict):
+        raise _fail("`expect` must be a mapping of fact path → expected value", file, doc,
+                    "expect" if "expect" in doc else None)
+    expect = {}
+    for path, raw in expect_raw.items():
+        line = expect_raw.line_of(path)
+        if not isinstance(path, str):
+            raise InputError(f"fact path must be a string, got {path!r}", file, line)
+        expect[path] = _expect(path, raw, file, line)
+    ignore = tuple(glob for glob, _ in _string_list(doc, "ignore", file))
+    complete = _complete(doc, file)
+    areas = frozenset(p.split(".")[1].split("[")[0] for p in [*expect, *complete])
+    return Baseline(file, {k: v for k, v in source.items() if v is not None}, expect, complete, ignore, areas)
+
+
+def load_baseline(path: str) -> Baseline:
+    """Read and validate a baseline file; InputError(file, line) on any problem."""
+    return parse_baseline(load_yaml_file(path), str(path))

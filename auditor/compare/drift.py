@@ -1,0 +1,161 @@
+"""Host vs baseline (and any two views): deepdiff over normalized views nested by row, so reorder is no drift."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from deepdiff import DeepDiff
+
+from ..models import DriftItem, severity_rank
+from .baseline import Baseline
+from .capture import select
+from .index import FleetIndex
+from .normalize import NormalView, row_path, split_path
+from .severity import drift_severity
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One difference between an expected and an actual view (host-independent)."""
+
+    path: str
+    kind: str  # added | removed | changed | unknown
+    expected: Any
+    actual: Any
+    severity: str
+
+
+def nest(flat: dict[str, Any]) -> dict[str, Any]:
+    """{path: v} → {plain path: v, collection: {row key: {field: v}}} (field "" = the row's own value)."""
+    out: dict[str, Any] = {}
+    for path, value in flat.items():
+        collection, key, fld = split_path(path)
+        if collection is None:
+            out[path] = value
+        else:
+            out.setdefault(collection, {}).setdefault(key, {})[fld] = value
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A nested row or value as reported: {"": v} rows become v; tuples become lists."""
+    if isinstance(value, dict):
+        if set(value) == {""}:
+            return _plain(value[""])
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _flat_path(keys: list[Any]) -> str:
+    if len(keys) == 1:
+        return str(keys[0])
+    return row_path(str(keys[0]), str(keys[1]), str(keys[2]) if len(keys) > 2 else "")
+
+
+def _expand(keys: list[Any], value: Any) -> list[tuple[str, Any]]:
+    """A whole collection added/removed at depth 1 becomes one entry per row."""
+    if len(keys) == 1 and isinstance(value, dict) and split_path(f"{keys[0]}[x]")[0] is not None \
+            and all(isinstance(v, dict) for v in value.values()):
+        return [(row_path(str(keys[0]), str(k)), v) for k, v in value.items()]
+    return [(_flat_path(keys), value)]
+
+
+def diff_flat(expected: dict[str, Any], actual: dict[str, Any]) -> list[Difference]:
+    """Every difference between two flat views, rows added/removed whole, via deepdiff."""
+    tree = DeepDiff(nest(expected), nest(actual), view="tree", verbose_level=2)
+    out: list[Difference] = []
+    for report_type, items in tree.items():
+        for item in items:
+            keys = item.path(output_format="list")
+            if report_type in ("dictionary_item_added", "dictionary_item_removed"):
+                added = report_type == "dictionary_item_added"
+                for path, value in _expand(keys, item.t2 if added else item.t1):
+                    kind = "added" if added else "removed"
+                    exp, act = (None, _plain(value)) if added else (_plain(value), None)
+                    out.append(Difference(path, kind, exp, act, drift_severity(path, kind, exp, act)))
+            else:  # values_changed, type_changes, and changes inside tuple values
+                keys = keys[:3] if len(keys) > 1 else keys
+                path = _flat_path(keys)
+                exp, act = expected.get(path), actual.get(path)
+                out.append(Difference(path, "changed", _plain(exp), _plain(act),
+                                      drift_severity(path, "changed", exp, act)))
+    return _sorted(_unique(out))
+
+
+def _unique(items: list[Difference]) -> list[Difference]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for d in items:
+        if (d.path, d.kind) not in seen:
+            seen.add((d.path, d.kind))
+            out.append(d)
+    return out
+
+
+def _sorted(items: list[Difference]) -> list[Difference]:
+    return sorted(items, key=lambda d: (-severity_rank(d.severity), d.path))
+
+
+def drift_view(baseline: Baseline, view: NormalView) -> list[Difference]:
+    """What differs between a host's normalized view and the baseline.
+
+    Only facts the baseline lists are checked (a deleted line is not checked); in `complete`
+    collections, host rows the baseline does not list are `added`. An area whose collector failed on
+    the host is one `unknown` item, never a pass.
+    """
+    out = [Difference(f"facts.{area}", "unknown", f"{sum(_area(p) == area for p in baseline.expect)} baseline facts",
+                      None, "medium") for area in sorted(baseline.areas & view.unknown)]
+    expected: dict[str, Any] = {}
+    actual: dict[str, Any] = {}
+    listed: dict[str, set[str]] = {}
+    for path, exp in baseline.expect.items():
+        if _area(path) in view.unknown or baseline.ignored(path):
+            continue
+        collection, key, _ = split_path(path)
+        if collection is not None:
+            listed.setdefault(collection, set()).add(key)
+        have = view.flat.get(path, _MISSING)
+        if have is not _MISSING:
+            actual[path] = have
+        expected[path] = have if have is not _MISSING and exp.matches(have) else exp.shown()
+    if baseline.complete:
+        chosen = select(view.flat)
+        for path, value in chosen.items():
+            collection, key, _ = split_path(path)
+            if collection in baseline.complete and key not in listed.get(collection, ()) \
+                    and _area(path) not in view.unknown and not baseline.ignored(path):
+                actual[path] = value
+    out.extend(_as_expected(baseline, diff_flat(expected, actual)))
+    return _sorted(out)
+
+
+def _as_expected(baseline: Baseline, items: list[Difference]) -> list[Difference]:
+    """Show the baseline's own spelling of a failed expectation (allowed list, pattern)."""
+    out = []
+    for d in items:
+        exp = baseline.expect.get(d.path)
+        if exp is not None and d.kind == "changed":
+            d = Difference(d.path, d.kind, exp.shown(), d.actual,
+                           drift_severity(d.path, d.kind, exp.shown(), d.actual))
+        out.append(d)
+    return out
+
+
+_MISSING = object()
+
+
+def _area(path: str) -> str:
+    return path.split(".")[1].split("[")[0]
+
+
+def fleet_drift(baseline: Baseline, index: FleetIndex) -> list[DriftItem]:
+    """Drift of every host: one diff per distinct configuration, then fanned out to its hosts."""
+    items: list[DriftItem] = []
+    for config in index.configs:
+        diffs = drift_view(baseline, config.view)
+        for host in config.hosts:
+            items.extend(DriftItem(host, d.path, d.kind, d.expected, d.actual, d.severity) for d in diffs)
+    return items

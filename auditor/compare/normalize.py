@@ -1,0 +1,208 @@
+"""Normalize a snapshot into a flat, order-free view of its stable facts, using the fact schema.
+
+`facts.systemd.units[ecs.service].unit_file_state`, `facts.binaries[kubelet].sha256`,
+`facts.kernel.sysctls[vm.swappiness]`, `facts.systemd.enabled_units[ssh.service]` (= true): keyed
+lists become rows keyed by their row key and lists of names become sets, so a reorder is never a
+change. Volatile facts (schema `volatile: true`) and the `host` identity section are left out; null
+facts are left out too. An area whose collector failed is recorded as unknown, never as empty.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..collect.schema import FactSpec, fact_tree
+
+ABSENT = "(absent)"  # display value of a fact a host does not have (its area is known)
+_ROW = re.compile(r"^(?P<coll>.*?)\[(?P<key>[^\]]*)\](?:\.(?P<field>[^\[]+))?$")
+
+
+@dataclass(frozen=True)
+class NormalView:
+    """A host's stable facts as {path: value}; `unknown` names areas whose collector failed."""
+
+    flat: dict[str, Any]
+    unknown: frozenset[str]
+
+    def identity(self) -> tuple[frozenset[str], frozenset[tuple[str, Any]]]:
+        """Hashable content key: hosts with equal views share it (dedupe before any diff)."""
+        return self.unknown, frozenset(self.flat.items())
+
+
+def area_of(path: str) -> str:
+    """`facts.systemd.units[x].name` → `systemd`."""
+    parts = path.split(".", 2)
+    return re.split(r"[\[.]", parts[1], maxsplit=1)[0] if len(parts) > 1 else path
+
+
+def split_path(path: str) -> tuple[str | None, str | None, str]:
+    """(collection, row key, field) of a row path, else (None, None, path) for a plain fact.
+
+    `facts.systemd.units[ecs.service].active_state` → (`facts.systemd.units`, `ecs.service`, `active_state`);
+    `facts.kernel.sysctls[vm.swappiness]` → (`facts.kernel.sysctls`, `vm.swappiness`, ``).
+    """
+    m = _ROW.match(path)
+    if not m:
+        return None, None, path
+    return m["coll"], m["key"], m["field"] or ""
+
+
+def row_path(collection: str, key: str, field: str = "") -> str:
+    return f"{collection}[{key}].{field}" if field else f"{collection}[{key}]"
+
+
+def display(value: Any) -> str:
+    """A value as a short string (for value counts and evidence): strings as-is, others as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, tuple):
+        value = list(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any]) -> None:
+    if value is None or spec.volatile:
+        return
+    kind = spec.type
+    if kind == "object":
+        if isinstance(value, dict):
+            for name, child in spec.children.items():
+                _walk(child, value.get(name), f"{path}.{name}", out)
+    elif kind == "map":
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if v is not None:
+                    out[f"{path}[{k}]"] = v
+    elif kind == "list":
+        if isinstance(value, list):
+            _walk_list(spec, value, path, out)
+    else:
+        out[path] = value
+
+
+def _walk_list(spec: FactSpec, rows: list, path: str, out: dict[str, Any]) -> None:
+    if not spec.children:  # list of names: a set
+        for item in rows:
+            if item is not None:
+                out[f"{path}[{item}]"] = True
+    elif spec.key:  # keyed rows
+        key = spec.key
+        scalars, nested = _row_fields(spec)
+        for row in rows:
+            if not isinstance(row, dict) or row.get(key) is None:
+                continue
+            prefix = f"{path}[{row[key]}]"
+            before = len(out)
+            for name, suffix in scalars:
+                v = row.get(name)
+                if v is not None:
+                    out[prefix + suffix] = v
+            for name, child in nested:
+                _walk(child, row.get(name), f"{prefix}.{name}", out)
+            if len(out) == before:
+                out[prefix] = True  # a row with no stable field still exists
+    else:  # unkeyed rows (e.g. binaries[].evidence): one order-free value
+        items = sorted(json.dumps(r, sort_keys=True, separators=(",", ":")) for r in rows if r is not None)
+        if items:
+            out[path] = tuple(items)
+
+
+_RowFields = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, FactSpec], ...]]
+_row_fields_memo: dict[str, _RowFields] = {}
+
+
+def _row_fields(spec: FactSpec) -> _RowFields:
+    """A keyed list's stable fields: (scalar name, ".name") pairs, and nested specs walked in full."""
+    hit = _row_fields_memo.get(spec.path)
+    if hit is not None:
+        return hit
+    stable = [(n, c) for n, c in spec.children.items() if n != spec.key and not c.volatile]
+    scalars = tuple((n, f".{n}") for n, c in stable if c.type not in ("object", "map", "list"))
+    nested = tuple((n, c) for n, c in stable if c.type in ("object", "map", "list"))
+    _row_fields_memo[spec.path] = (scalars, nested)
+    return scalars, nested
+
+
+@lru_cache(maxsize=1)
+def _areas() -> dict[str, FactSpec]:
+    return dict(fact_tree().children["facts"].children)
+
+
+def normalize(snapshot: dict[str, Any]) -> NormalView:
+    """The stable, order-free view of a snapshot's facts (see module docstring)."""
+    facts = snapshot.get("facts") or {}
+    flat: dict[str, Any] = {}
+    unknown: set[str] = set()
+    for area, spec in _areas().items():
+        raw = facts.get(area)
+        if raw is None:
+            unknown.add(area)
+            continue
+        _walk(spec, raw, f"facts.{area}", flat)
+    return NormalView(flat, frozenset(unknown))
+
+
+_TOKEN = re.compile(r"\.([A-Za-z0-9_]+)|\[([^\]\[]+)\]")
+
+
+def leaf_spec(path: str) -> tuple[FactSpec, str] | None:
+    """The spec of a normalized leaf path and its value type, or None if the path is not one.
+
+    `facts.binaries[kubelet].sha256` → (sha256 spec, "string"); `facts.systemd.enabled_units[x]` →
+    (enabled_units spec, "boolean"); `facts.kernel.sysctls[vm.swappiness]` → (sysctls spec, "string").
+    Containers (`facts.kernel`, `facts.binaries[kubelet]`) are not leaves.
+    """
+    if not path.startswith("facts."):
+        return None
+    rest = path[len("facts"):]
+    tokens = []
+    pos = 0
+    while pos < len(rest):
+        m = _TOKEN.match(rest, pos)
+        if not m:
+            return None
+        tokens.append(m.groups())
+        pos = m.end()
+    spec = fact_tree().children["facts"]
+    i = 0
+    while i < len(tokens):
+        name, key = tokens[i]
+        if name is not None:
+            if spec.type not in ("object",) or name not in spec.children:
+                return None
+            spec = spec.children[name]
+            i += 1
+            continue
+        if spec.type == "map" and i == len(tokens) - 1:
+            return spec, spec.values or "string"
+        if spec.type == "list" and not spec.children and i == len(tokens) - 1:
+            return spec, "boolean"
+        if spec.type != "list" or not spec.key or i + 1 >= len(tokens) or tokens[i + 1][0] is None:
+            return None
+        field = tokens[i + 1][0]
+        if field == spec.key or field not in spec.children:
+            return None
+        spec = spec.children[field]
+        i += 2
+    if spec.type in ("object", "map") or (spec.type == "list" and (spec.key or not spec.children)):
+        return None
+    return spec, spec.type
+
+
+def collection_spec(path: str) -> FactSpec | None:
+    """The spec of a collection path whose rows are keyed (`facts.binaries`, `facts.kernel.sysctls`,
+    `facts.systemd.enabled_units`), else None."""
+    spec = fact_tree().children["facts"]
+    for name in path.split(".")[1:] if path.startswith("facts.") else [None]:
+        if name is None or spec.type != "object" or name not in spec.children:
+            return None
+        spec = spec.children[name]
+    if spec.volatile:
+        return None
+    if spec.type == "map" or (spec.type == "list" and (spec.key or not spec.children)):
+        return spec
+    return None

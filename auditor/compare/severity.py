@@ -1,0 +1,86 @@
+"""How much a fact matters: drift severity per path and the order facts are ranked in.
+
+Data, not code: a newly enabled unit or a changed binary hash/source is high, a package version
+change is medium, and facts with no rule below are low.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..models import severity_rank
+from .normalize import split_path
+
+# (pattern on the fact path, severity when it drifts). First match wins.
+PATH_SEVERITY: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), s) for p, s in (
+    (r"^facts\.systemd\.(unit_files\[[^\]]+\]\.state|enabled_units\[[^\]]+\]|units\[[^\]]+\]\.unit_file_state)$",
+     "high"),
+    (r"^facts\.binaries\[[^\]]+\](\.(sha256|source_url|source_host|package|found))?$", "high"),
+    (r"^facts\.cgroups\.mode$", "high"),
+    (r"^facts\.binaries\[[^\]]+\]\.(version|path|realpath|package_version|owner_user|mode)$", "medium"),
+    (r"^facts\.kernel\.(release|cmdline|thp_enabled|thp_defrag|hugepages_total|nvidia_driver)$", "medium"),
+    (r"^facts\.kernel\.sysctls\[", "medium"),
+    (r"^facts\.packages\.items\[", "medium"),
+    (r"^facts\.ecs\.(cluster_configured|cluster|config_present)$", "medium"),
+    (r"^facts\.network\.ena\.", "medium"),
+    (r"^facts\.os\.", "medium"),
+    (r"^facts\.systemd\.units\[[^\]]+\]\.(active_state|sub_state|result|load_state)$", "medium"),
+    (r"^facts\.systemd\.version$", "medium"),
+))
+
+# Within one subject (a unit, a binary), the fact that best names the cause comes first.
+FIELD_PRIORITY: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
+    r"^facts\.binaries\[[^\]]+\]\.source_host$",
+    r"^facts\.binaries\[[^\]]+\]\.source_url$",
+    r"^facts\.binaries\[[^\]]+\]\.sha256$",
+    r"^facts\.systemd\.unit_files\[[^\]]+\]\.state$",
+    r"^facts\.systemd\.enabled_units\[",
+    r"^facts\.systemd\.units\[[^\]]+\]\.unit_file_state$",
+    r"^facts\.systemd\.units\[[^\]]+\]\.(active_state|sub_state)$",
+    r"^facts\.binaries\[[^\]]+\]\.(version|package)$",
+))
+
+ENABLED_STATES = frozenset({"enabled", "enabled-runtime", True})
+_ENABLEMENT = re.compile(r"^facts\.systemd\.(unit_files\[[^\]]+\]\.state|enabled_units\[[^\]]+\]|"
+                         r"units\[[^\]]+\]\.unit_file_state)$")
+
+
+def path_severity(path: str) -> str:
+    """How much a difference at `path` matters, whatever its direction."""
+    for pattern, severity in PATH_SEVERITY:
+        if pattern.search(path):
+            return severity
+    return "low"
+
+
+def drift_severity(path: str, kind: str, expected: Any, actual: Any) -> str:
+    """Severity of one drift item; a whole added/removed row takes its worst field's severity."""
+    if kind == "unknown":
+        return "medium"
+    if isinstance(actual if kind == "added" else expected, dict):  # a whole row
+        row = actual if kind == "added" else expected
+        severities = [drift_severity(f"{path}.{f}" if f else path, kind,
+                                     None if kind == "added" else v, v if kind == "added" else None)
+                      for f, v in row.items()]
+        return max(severities, key=severity_rank, default=path_severity(path))
+    if _ENABLEMENT.search(path):  # newly enabled is high; other enablement changes are worth a look
+        if actual in ENABLED_STATES and expected not in ENABLED_STATES:
+            return "high"
+        return "medium" if kind == "changed" or expected in ENABLED_STATES else "low"
+    return path_severity(path)
+
+
+def rank_key(path: str) -> tuple[int, int, str]:
+    """Sort key (ascending = more important first): severity, then field priority, then path."""
+    priority = next((i for i, p in enumerate(FIELD_PRIORITY) if p.search(path)), len(FIELD_PRIORITY))
+    return -severity_rank(path_severity(path)), priority, path
+
+
+def subject(path: str) -> str:
+    """What a fact is about: `systemd:ecs.service` for every fact of that unit, else the path itself."""
+    collection, key, _ = split_path(path)
+    if collection is None:
+        return path
+    area = collection.split(".")[1] if collection.count(".") else collection
+    return f"{area}:{key}"

@@ -1,0 +1,166 @@
+"""Hosts from EC2: `--ec2 tag:cluster=ml --ec2 instance-state-name=running …` → HostSpecs.
+
+Paginated DescribeInstances with the server-side filters; availability zone (name or ID) is
+filtered here, from the results (moto 5.2 does not match its `availability-zone` filter, and the
+AZ ID needs DescribeAvailabilityZones anyway). With `via="ssm"` the instances are joined with
+DescribeInstanceInformation: each spec records its agent's PingStatus, so only `Online` instances
+are sent commands and the rest get status unreachable with the reason. Labels: az, az_id, ami_id,
+instance_type, instance_id, region and every tag (a tag named like a built-in label becomes `tag:NAME`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import InputError, TransportError
+from ..models import HostSpec, SSHOptions
+from ..transport.ssm import SSMSettings, aws_clients, error_for_aws, ping_statuses
+
+SERVER_FILTERS = (
+    "image-id", "instance-state-name", "instance-type", "instance-id", "tag-key", "tag-value", "vpc-id",
+    "subnet-id", "private-ip-address", "ip-address", "instance-lifecycle", "platform-details",
+    "iam-instance-profile.arn", "key-name", "network-interface.group-id", "placement-group-name",
+)
+CLIENT_FILTERS = ("availability-zone", "availability-zone-id")
+BUILTIN_LABELS = ("az", "az_id", "ami_id", "instance_type", "instance_id", "region", "name", "ssm_ping")
+_VALUE = re.compile(r"^[^\x00-\x1f\x7f]{1,255}$")
+_BAD_NAME = re.compile(r"[\s\x00-\x1f\x7f/]")
+
+
+@dataclass(frozen=True)
+class Ec2Filter:
+    """One `--ec2 NAME=V1[,V2…]` filter."""
+
+    name: str
+    values: tuple[str, ...]
+
+    @property
+    def client_side(self) -> bool:
+        return self.name in CLIENT_FILTERS
+
+
+def parse_filter(text: str) -> Ec2Filter:
+    """`tag:cluster=ml`, `image-id=ami-1,ami-2`, `availability-zone=us-east-1b` → Ec2Filter (InputError if bad)."""
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    values = tuple(v.strip() for v in raw.split(",") if v.strip())
+    if not sep or not values:
+        raise InputError(f"--ec2 {text!r}: use NAME=VALUE[,VALUE…], e.g. tag:cluster=ml")
+    known = name in SERVER_FILTERS or name in CLIENT_FILTERS or (name.startswith("tag:") and len(name) > 4)
+    if not known:
+        raise InputError(f"--ec2 {text!r}: unknown filter {name!r} (use tag:KEY or one of "
+                         f"{', '.join(SERVER_FILTERS + CLIENT_FILTERS)})")
+    for value in values:
+        if not _VALUE.match(value):
+            raise InputError(f"--ec2 {text!r}: bad value {value!r}")
+    return Ec2Filter(name, values)
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What to look for and how the hosts will be reached."""
+
+    filters: tuple[Ec2Filter, ...]
+    via: str = "ssm"  # ssm | ssh
+    ssh_address: str = "private"  # private | public
+    ssh: SSHOptions = SSHOptions()
+    ssm: SSMSettings = SSMSettings()
+    page_size: int | None = None  # DescribeInstances MaxResults (5-1000); None: the service default
+
+
+def server_filters(filters: tuple[Ec2Filter, ...]) -> list[dict[str, Any]]:
+    """The DescribeInstances filters; instance state defaults to running."""
+    out = [{"Name": f.name, "Values": list(f.values)} for f in filters if not f.client_side]
+    if not any(f.name == "instance-state-name" for f in filters):
+        out.append({"Name": "instance-state-name", "Values": ["running"]})
+    return out
+
+
+def describe_instances(ec2: Any, filters: list[dict[str, Any]], page_size: int | None = None) -> list[dict[str, Any]]:
+    """Every instance matching `filters`, across all pages."""
+    config = {"PageSize": page_size} if page_size else {}
+    found: list[dict[str, Any]] = []
+    try:
+        for page in ec2.get_paginator("describe_instances").paginate(Filters=filters, PaginationConfig=config):
+            for reservation in page.get("Reservations", []):
+                found.extend(reservation.get("Instances", []))
+    except Exception as exc:  # noqa: BLE001
+        raise error_for_aws(exc, "DescribeInstances") from None
+    return found
+
+
+def az_ids(ec2: Any) -> dict[str, str]:
+    """AZ name → AZ ID (use1-az1…), the name that means the same place in every account."""
+    try:
+        zones = ec2.describe_availability_zones(AllAvailabilityZones=False)["AvailabilityZones"]
+    except Exception:  # noqa: BLE001 - AZ IDs are a label nicety; discovery goes on without them
+        return {}
+    return {z["ZoneName"]: z["ZoneId"] for z in zones if z.get("ZoneId")}
+
+
+def _tags(instance: dict[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t.get("Value", "") for t in instance.get("Tags") or []}
+
+
+def labels_of(instance: dict[str, Any], zone_ids: dict[str, str], region: str) -> dict[str, str]:
+    """az, az_id, ami_id, instance_type, instance_id, region and the instance's tags."""
+    az = (instance.get("Placement") or {}).get("AvailabilityZone", "")
+    labels = {"az": az, "az_id": zone_ids.get(az, ""), "ami_id": instance.get("ImageId", ""),
+              "instance_type": instance.get("InstanceType", ""), "instance_id": instance["InstanceId"],
+              "region": region}
+    for key, value in _tags(instance).items():
+        labels[f"tag:{key}" if key in BUILTIN_LABELS else key] = value
+    return {k: v for k, v in labels.items() if v != ""}
+
+
+def _matches(labels: dict[str, str], filters: tuple[Ec2Filter, ...]) -> bool:
+    keys = {"availability-zone": "az", "availability-zone-id": "az_id"}
+    return all(labels.get(keys[f.name]) in f.values for f in filters if f.client_side)
+
+
+def host_names(instances: list[dict[str, Any]]) -> dict[str, str]:
+    """Instance id → display name: its Name tag when that is unique and clean, else the instance id."""
+    names = {i["InstanceId"]: _tags(i).get("Name", "") for i in instances}
+    counts: dict[str, int] = {}
+    for name in names.values():
+        counts[name] = counts.get(name, 0) + 1
+    ids = set(names)
+    return {iid: name if name and counts[name] == 1 and not _BAD_NAME.search(name) and name not in ids else iid
+            for iid, name in names.items()}
+
+
+def discover(d: Discovery, clients: tuple[Any, Any] | None = None) -> tuple[list[HostSpec], list[str]]:
+    """HostSpecs for the matching instances, and notes about instances left out (no address for SSH)."""
+    ec2, ssm = clients or aws_clients(d.ssm.region, d.ssm.profile, "ec2", "ssm")
+    region = ec2.meta.region_name
+    instances = describe_instances(ec2, server_filters(d.filters), d.page_size)
+    zone_ids = az_ids(ec2) if instances else {}
+    labelled = [(i, labels_of(i, zone_ids, region)) for i in instances]
+    labelled = [(i, labels) for i, labels in labelled if _matches(labels, d.filters)]
+    names = host_names([i for i, _ in labelled])
+    ping: dict[str, str] = {}
+    if d.via == "ssm" and labelled:
+        try:
+            ping = ping_statuses(ssm, [i["InstanceId"] for i, _ in labelled])
+        except TransportError as exc:
+            raise TransportError(f"EC2 discovery: {exc}") from None
+    specs: list[HostSpec] = []
+    notes: list[str] = []
+    settings = replace(d.ssm, region=region)
+    for instance, labels in labelled:
+        iid = instance["InstanceId"]
+        if d.via == "ssm":
+            state = ping.get(iid, "NotManaged")
+            labels["ssm_ping"] = state
+            specs.append(HostSpec(names[iid], f"ssm://{iid}?region={region}", labels,
+                                  options={"region": region, "ssm": settings, "ssm_ping": state}))
+            continue
+        address = instance.get("PrivateIpAddress" if d.ssh_address == "private" else "PublicIpAddress")
+        if not address:
+            notes.append(f"{names[iid]} ({iid}) has no {d.ssh_address} IP address; left out")
+            continue
+        user = f"{d.ssh.user}@" if d.ssh.user else ""
+        specs.append(HostSpec(names[iid], f"ssh://{user}{address}", labels, ssh=d.ssh))
+    return specs, notes
