@@ -12,9 +12,9 @@ from pathlib import Path
 from .. import exitcodes
 from ..context import Env
 from ..errors import InputError
-from ..reportdoc import load_report
 from ..render import RENDERERS
 from ..render.stage import REPORT_STEM, parse_formats
+from ..reportdoc import load_report
 
 
 def register(sub: argparse._SubParsersAction) -> None:
