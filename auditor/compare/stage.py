@@ -1,0 +1,106 @@
+"""The compare stage of `scan`: --baseline drift, --group-by comparison, --symptom ranking.
+
+prepare() loads and validates the baseline and options before any host is contacted (bad input:
+InputError naming file and line, exit 2); apply() indexes the snapshots once (deduplicated by
+content) and fills report.drift, report.baseline, report.comparison and report.symptom.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..models import Report
+from .baseline import Baseline, load_baseline
+from .drift import fleet_drift
+from .groups import MIN_SCORE, compare_groups
+from .index import index_snapshots
+from .normalize import leaf_spec
+from .symptom import Symptom, symptom_section
+
+DEFAULT_TOP = 10
+
+
+@dataclass(frozen=True)
+class ComparePlan:
+    baseline: Baseline | None = None
+    group_by: str | None = None
+    symptom: Symptom | None = None
+    top: int = DEFAULT_TOP
+    min_score: float = MIN_SCORE
+
+    @property
+    def active(self) -> bool:
+        return bool(self.baseline or self.group_by or self.symptom)
+
+    def keys(self) -> list[str]:
+        """Host attributes the index must keep (labels / host facts used for grouping)."""
+        keys = [self.group_by] if self.group_by else []
+        if self.symptom and self.symptom.key:
+            keys.append(self.symptom.key)
+        return keys
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("compare")
+    g.add_argument("--baseline", metavar="FILE", help="golden baseline YAML (from `ami-auditor baseline capture`)")
+    g.add_argument("--group-by", metavar="LABEL_OR_FACT",
+                   help="compare groups: az, az_id, ami_id, instance_type, any label, or a fact path")
+    g.add_argument("--symptom", metavar="RULE_ID|KEY=VALUE",
+                   help="rank the facts that separate hosts with this symptom (a rule firing, or a label)")
+    g.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
+                   help=f"symptom facts to list (default {DEFAULT_TOP})")
+    g.add_argument("--min-split-score", type=float, default=MIN_SCORE, metavar="S",
+                   help=f"least association score for a split (default {MIN_SCORE})")
+
+
+def _check_key(key: str, option: str) -> str:
+    key = key.strip()
+    if not key:
+        raise InputError(f"{option}: empty key")
+    if key.startswith("facts."):
+        resolved = leaf_spec(key)
+        if resolved is None:
+            raise InputError(f"{option}: unknown fact path {key!r}")
+        if resolved[0].volatile:
+            raise InputError(f"{option}: {key} is volatile and cannot group hosts")
+    return key
+
+
+def prepare(args: argparse.Namespace) -> ComparePlan:
+    baseline = load_baseline(args.baseline) if getattr(args, "baseline", None) else None
+    group_by = _check_key(args.group_by, "--group-by") if getattr(args, "group_by", None) else None
+    symptom = None
+    if getattr(args, "symptom", None):
+        symptom = Symptom.parse(args.symptom)
+        if symptom.key is not None:
+            _check_key(symptom.key, "--symptom")
+            if not symptom.value:
+                raise InputError("--symptom: KEY=VALUE needs a value")
+        elif not symptom.rule:
+            raise InputError("--symptom: give a rule id or KEY=VALUE")
+    top = getattr(args, "top", DEFAULT_TOP)
+    if top < 1:
+        raise InputError("--top must be at least 1")
+    min_score = getattr(args, "min_split_score", MIN_SCORE)
+    if not 0.0 <= min_score <= 1.0:
+        raise InputError("--min-split-score must be between 0 and 1")
+    return ComparePlan(baseline, group_by, symptom, top, min_score)
+
+
+def apply(plan: ComparePlan, report: Report, snapshots: list[dict]) -> None:
+    if not plan.active:
+        return
+    index = index_snapshots(snapshots, plan.keys())
+    if plan.baseline is not None:
+        report.baseline = plan.baseline.summary()
+        report.drift.extend(fleet_drift(plan.baseline, index))
+    if plan.group_by:
+        report.comparison = compare_groups(index, plan.group_by, plan.min_score)
+    if plan.symptom:
+        if plan.symptom.rule and report.rules and plan.symptom.rule not in {r.get("id") for r in report.rules}:
+            report.notes.append(f"symptom rule {plan.symptom.rule!r} is not among the rules that ran")
+        report.symptom = symptom_section(index, plan.symptom, report.findings, plan.top)
+        if not report.symptom["hosts_with"]:
+            report.notes.append(f"no host shows the symptom {plan.symptom}; nothing to rank")
