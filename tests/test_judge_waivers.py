@@ -1,0 +1,98 @@
+"""Waivers: a live waiver marks findings waived (they stay in the report); an expired one waives nothing and says so."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from auditor.errors import InputError
+from auditor.judge.rules import load_rules
+from auditor.judge.stage import JudgePlan, apply
+from auditor.judge.waivers import load_waivers
+from auditor.models import HostResult, HostSpec, Report
+from tests.test_rules_builtin import recorded
+
+TODAY = dt.date(2026, 6, 1)
+
+
+def judged(tmp_path: Path, waivers_yaml: str) -> Report:
+    """Judge recorded fleet snapshots a1 (AZ a) and b1 (AZ b) with a waivers file."""
+    path = tmp_path / "waivers.yaml"
+    path.write_text(waivers_yaml)
+    ruleset = load_rules()
+    plan = JudgePlan(ruleset, load_waivers(str(path), ruleset.ids()), TODAY)
+    snaps = [recorded("fleet-a1"), recorded("fleet-b1")]
+    report = Report(hosts=[HostResult(HostSpec(s["name"], s["target"]), "ok", None, s) for s in snaps],
+                    generated_at="2026-06-01T00:00:00Z")
+    apply(plan, report, snaps)
+    return report
+
+
+def crashloop(report: Report) -> list:
+    return [f for f in report.findings if f.rule == "systemd.unit-crash-looping"]
+
+
+def test_without_waivers_the_crash_loop_is_not_waived(tmp_path: Path) -> None:
+    [f] = crashloop(judged(tmp_path, "waivers: []\n"))
+    assert (f.host, f.waived, f.waiver) == ("b1", False, None)
+
+
+def test_a_live_waiver_by_label_and_item_suppresses(tmp_path: Path) -> None:
+    report = judged(tmp_path, """\
+waivers:
+  - rule: systemd.unit-crash-looping
+    labels: {az: us-east-1b}
+    item: ecs.*
+    reason: ECS agent removed in AMI 2026.07 (OPS-42)
+    expires: 2026-06-01
+""")
+    [f] = crashloop(report)
+    assert f.waived and "OPS-42" in (f.waiver or "") and "waivers.yaml:2" in (f.waiver or "")
+    others = [x for x in report.findings if x.host == "b1" and x.rule != "systemd.unit-crash-looping"]
+    assert others and not any(x.waived for x in others)
+    assert report.notes == []
+
+
+def test_waiver_scoped_to_other_hosts_or_items_does_not_apply(tmp_path: Path) -> None:
+    for scope in ("hosts: [a*]\n    item: ecs.service", "hosts: ['*']\n    item: kubelet.service",
+                  "labels: {az: us-east-1a}"):
+        [f] = crashloop(judged(tmp_path, f"""\
+- rule: systemd.*
+    {scope}
+  reason: r
+  expires: 2030-01-01
+""".replace("\n    ", "\n  ")))
+        assert not f.waived, scope
+
+
+def test_an_expired_waiver_stops_waiving_and_says_so(tmp_path: Path) -> None:
+    report = judged(tmp_path, """\
+- rule: systemd.unit-crash-looping
+  hosts: [b1]
+  reason: temporary
+  expires: 2026-05-31
+""")
+    [f] = crashloop(report)
+    assert not f.waived
+    assert f.waiver and f.waiver.startswith("waiver expired on 2026-05-31; no longer applied")
+    assert report.notes == [f"waiver {tmp_path / 'waivers.yaml'}:1 for systemd.unit-crash-looping expired on "
+                            "2026-05-31; no longer applied (1 finding(s) it would have waived)"]
+
+
+@pytest.mark.parametrize(("text", "line", "message"), [
+    ("- rule: systemd.nope\n  hosts: ['*']\n  reason: r\n  expires: 2030-01-01\n", 1, "matches no loaded rule"),
+    ("- rule: systemd.*\n  hosts: ['*']\n  reason: r\n  expires: someday\n", 4, "is not a date"),
+    ("- rule: systemd.*\n  reason: r\n  expires: 2030-01-01\n", 1, "needs 'hosts'"),
+    ("- rule: systemd.*\n  hosts: ['*']\n  expires: 2030-01-01\n", 1, "missing 'reason'"),
+    ("- rule: systemd.*\n  hosts: ['*']\n  reason: r\n  expires: 2030-01-01\n  until: x\n", 5, "unknown key 'until'"),
+    ("- rule: systemd.*\n  hosts: ['*'\n", 3, "invalid YAML"),
+])
+def test_bad_waivers_name_file_and_line(tmp_path: Path, text: str, line: int, message: str) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as exc:
+        load_waivers(str(path), load_rules().ids())
+    assert (exc.value.path, exc.value.line) == (str(path), line)
+    assert message in exc.value.message
