@@ -65,7 +65,7 @@ def _expand(keys: list[Any], value: Any) -> list[tuple[str, Any]]:
 
 def diff_flat(expected: dict[str, Any], actual: dict[str, Any]) -> list[Difference]:
     """Every difference between two flat views, rows added/removed whole, via deepdiff."""
-    tree = DeepDiff(nest(expected), nest(actual), view="tree", verbose_level=2)
+    tree = DeepDiff(nest(expected), nest(actual), view="tree", verbose_level=2, threshold_to_diff_deeper=0)
     out: list[Difference] = []
     for report_type, items in tree.items():
         for item in items:
@@ -76,9 +76,9 @@ def diff_flat(expected: dict[str, Any], actual: dict[str, Any]) -> list[Differen
                     kind = "added" if added else "removed"
                     exp, act = (None, _plain(value)) if added else (_plain(value), None)
                     out.append(Difference(path, kind, exp, act, drift_severity(path, kind, exp, act)))
-            else:  # values_changed, type_changes, and changes inside tuple values
-                keys = keys[:3] if len(keys) > 1 else keys
-                path = _flat_path(keys)
+            else:  # values_changed, type_changes, and changes inside list values
+                plain = str(keys[0])
+                path = plain if plain in expected or plain in actual else _flat_path(keys[:3])
                 exp, act = expected.get(path), actual.get(path)
                 out.append(Difference(path, "changed", _plain(exp), _plain(act),
                                       drift_severity(path, "changed", exp, act)))
@@ -149,6 +149,24 @@ _MISSING = object()
 
 def _area(path: str) -> str:
     return path.split(".")[1].split("[")[0]
+
+
+def diff_views(a: NormalView, b: NormalView) -> list[Difference]:
+    """Everything that differs from view `a` to view `b`; an area unknown on either side is one item."""
+    unknown = a.unknown | b.unknown
+    out = [Difference(f"facts.{area}", "unknown", "unknown" if area in a.unknown else "known",
+                      "unknown" if area in b.unknown else "known", "medium") for area in sorted(unknown)]
+    keep_a = {p: v for p, v in a.flat.items() if _area(p) not in unknown}
+    keep_b = {p: v for p, v in b.flat.items() if _area(p) not in unknown}
+    return _sorted(out + diff_flat(keep_a, keep_b))
+
+
+def reverse(items: list[Difference]) -> list[Difference]:
+    """The same differences seen from the other side (added ↔ removed, expected ↔ actual)."""
+    flip = {"added": "removed", "removed": "added"}
+    return _sorted([Difference(d.path, flip.get(d.kind, d.kind), d.actual, d.expected,
+                               drift_severity(d.path, flip.get(d.kind, d.kind), d.actual, d.expected))
+                    for d in items])
 
 
 def fleet_drift(baseline: Baseline, index: FleetIndex) -> list[DriftItem]:

@@ -58,6 +58,8 @@ def drift_severity(path: str, kind: str, expected: Any, actual: Any) -> str:
     """Severity of one drift item; a whole added/removed row takes its worst field's severity."""
     if kind == "unknown":
         return "medium"
+    if kind != "changed" and path.startswith("facts.packages.items["):
+        return "low"  # an extra or missing package is worth a line, its version change more
     if isinstance(actual if kind == "added" else expected, dict):  # a whole row
         row = actual if kind == "added" else expected
         severities = [drift_severity(f"{path}.{f}" if f else path, kind,

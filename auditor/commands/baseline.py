@@ -1,0 +1,76 @@
+"""`ami-auditor baseline capture TARGET|-i INVENTORY [--host NAME]|--snapshot FILE -o golden.yaml`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import exitcodes
+from ..app import collect_host
+from ..collect.probe import DEFAULT_BINARIES
+from ..compare.baseline import load_baseline
+from ..compare.capture import capture, render
+from ..compare.normalize import normalize
+from ..compare.sources import load_snapshot_file
+from ..context import Env
+from ..errors import InputError
+from .common import add_target_options, resolve_specs
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("baseline", help="golden baselines: capture one from a host")
+    actions = p.add_subparsers(dest="baseline_command", metavar="ACTION")
+    actions.required = True
+    cap = actions.add_parser("capture", help="write a host's stable facts as an editable YAML baseline")
+    add_target_options(cap)
+    cap.add_argument("--host", metavar="NAME", help="with -i: the inventory host to capture")
+    cap.add_argument("--snapshot", metavar="FILE", help="capture from a saved snapshot JSON instead of a live host")
+    cap.add_argument("-o", "--out", required=True, metavar="FILE", help="baseline YAML to write (- for stdout)")
+    cap.set_defaults(func=run_capture)
+
+
+def _snapshot(args: argparse.Namespace, env: Env) -> dict | int:
+    """The source snapshot, or an exit code when the host could not be reached."""
+    if args.snapshot:
+        if args.targets or args.inventory:
+            raise InputError("give either --snapshot FILE or a target/inventory, not both")
+        return load_snapshot_file(args.snapshot)
+    specs = resolve_specs(args)
+    if args.host:
+        specs = [s for s in specs if s.name == args.host]
+        if not specs:
+            raise InputError(f"--host {args.host!r}: no such host in the targets/inventory")
+    if len(specs) != 1:
+        raise InputError(f"a baseline comes from one host; got {len(specs)} (pick one with --host NAME)")
+    result = collect_host(specs[0], args.binary or DEFAULT_BINARIES, args.deadline)
+    if result.snapshot is None:
+        env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
+        return exitcodes.INCOMPLETE
+    return result.snapshot
+
+
+def run_capture(args: argparse.Namespace, env: Env) -> int:
+    snapshot = _snapshot(args, env)
+    if isinstance(snapshot, int):
+        return snapshot
+    source, expect = capture(snapshot)
+    unknown = sorted(normalize(snapshot).unknown)
+    text = render(source, expect, unknown)
+    for area in unknown:
+        env.err(f"ami-auditor: warning: {area} facts unknown on {source['host']} "
+                f"({(snapshot.get('errors') or {}).get(area, 'collector failed')}); not in the baseline")
+    if args.out == "-":
+        env.stdout.write(text)
+        return exitcodes.OK
+    out = Path(args.out)
+    tmp = out.with_name(out.name + ".tmp")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        load_baseline(str(tmp))  # what we write must load back
+    except InputError:
+        tmp.unlink()
+        raise
+    tmp.replace(out)
+    env.out(f"baseline of {source['host']}: {len(expect)} facts → {out}")
+    return exitcodes.OK

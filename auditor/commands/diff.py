@@ -1,0 +1,98 @@
+"""`ami-auditor diff A B`: what differs from A to B. Each side is a snapshot file (.json), a baseline
+(.yaml/.yml), a live target (local, ssh://…, ssm://…, image://…) or a host name from `-i INVENTORY`.
+Exit 0 when they agree, 1 when they differ (like diff(1)), 2 on bad input, 3 when a host is not reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .. import exitcodes
+from ..app import collect_host
+from ..collect.probe import DEFAULT_BINARIES
+from ..compare.baseline import Baseline, load_baseline
+from ..compare.drift import Difference, diff_flat, diff_views, drift_view, reverse
+from ..compare.normalize import display, normalize
+from ..compare.sources import load_snapshot_file
+from ..context import Env
+from ..errors import InputError
+from ..models import HostSpec
+
+Side = Baseline | dict[str, Any] | HostSpec
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diff", help="compare any two of: snapshot files, baselines, live targets")
+    p.add_argument("a", metavar="A", help="snapshot.json, baseline.yaml, a target, or an inventory host name")
+    p.add_argument("b", metavar="B", help="the same kinds as A")
+    p.add_argument("-i", "--inventory", action="append", default=[], metavar="FILE",
+                   help="inventory YAML: lets A/B name its hosts (and gives their SSH options)")
+    p.add_argument("--deadline", type=float, default=60.0, metavar="SECONDS", help="per live host (default 60)")
+    p.add_argument("--json", action="store_true", help="print the differences as a JSON list")
+    p.set_defaults(func=run)
+
+
+def _side(text: str, inventory: dict[str, HostSpec]) -> Side:
+    """Classify one operand and load it (files are validated before any host is contacted)."""
+    from ..targets.inventory import targets_from_args
+
+    if text in inventory:
+        return inventory[text]
+    path = Path(text)
+    if path.suffix in (".json", ".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise InputError("no such file", text)
+        if path.suffix == ".json":
+            return load_snapshot_file(path)
+        return load_baseline(text)
+    return next(iter(targets_from_args([text])))
+
+
+def _collect(spec: HostSpec, deadline: float, env: Env) -> dict[str, Any] | None:
+    result = collect_host(spec, DEFAULT_BINARIES, deadline)
+    if result.snapshot is None:
+        env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
+    return result.snapshot
+
+
+def compare(a: Baseline | dict[str, Any], b: Baseline | dict[str, Any]) -> list[Difference]:
+    """Differences from A to B for any mix of baselines and snapshots."""
+    if isinstance(a, Baseline) and isinstance(b, Baseline):
+        return diff_flat({p: e.shown() for p, e in a.expect.items()}, {p: e.shown() for p, e in b.expect.items()})
+    if isinstance(a, Baseline):
+        return drift_view(a, normalize(b))
+    if isinstance(b, Baseline):
+        return reverse(drift_view(b, normalize(a)))
+    return diff_views(normalize(a), normalize(b))
+
+
+def _show(value: Any) -> str:
+    return "—" if value is None else display(value)
+
+
+def run(args: argparse.Namespace, env: Env) -> int:
+    from ..targets.inventory import load_inventory
+
+    inventory = {s.name: s for path in args.inventory for s in load_inventory(path)}
+    sides = [_side(args.a, inventory), _side(args.b, inventory)]
+    loaded: list[Baseline | dict[str, Any]] = []
+    for side in sides:
+        if isinstance(side, HostSpec):
+            snapshot = _collect(side, args.deadline, env)
+            if snapshot is None:
+                return exitcodes.INCOMPLETE
+            loaded.append(snapshot)
+        else:
+            loaded.append(side)
+    diffs = compare(loaded[0], loaded[1])
+    if args.json:
+        env.out(json.dumps([asdict(d) for d in diffs], indent=2, default=list))
+    else:
+        for d in diffs:
+            env.out(f"{d.kind:<8} [{d.severity}] {d.path}: {_show(d.expected)} → {_show(d.actual)}")
+        env.out(f"{len(diffs)} difference(s) from {args.a} to {args.b}")
+    return exitcodes.FINDINGS if diffs else exitcodes.OK

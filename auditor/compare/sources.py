@@ -1,0 +1,39 @@
+"""Read saved snapshot files for comparison: JSON syntax errors name the line, schema errors the field."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from .. import SNAPSHOT_SCHEMA
+from ..collect.schema import snapshot_json_schema
+from ..errors import InputError
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(snapshot_json_schema())
+
+
+def load_snapshot_file(path: str | Path) -> dict[str, Any]:
+    """A snapshot document from disk, validated against the snapshot schema."""
+    p = str(path)
+    try:
+        text = Path(p).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", p) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", p, exc.lineno) from None
+    if not isinstance(doc, dict) or doc.get("schema") != SNAPSHOT_SCHEMA:
+        raise InputError(f"not a snapshot: expected \"schema\": \"{SNAPSHOT_SCHEMA}\"", p, 1)
+    error = next(iter(_validator().iter_errors(doc)), None)
+    if error is not None:
+        where = "/".join(str(x) for x in error.absolute_path) or "top level"
+        raise InputError(f"not a valid snapshot at {where}: {error.message}", p)
+    return doc
