@@ -160,7 +160,7 @@ def ping_statuses(ssm: Any, instance_ids: list[str]) -> dict[str, str]:
                 found[info["InstanceId"]] = info.get("PingStatus") or "Unknown"
             token = page.get("NextToken")
             if not token:
-                return found
+                break
     return found
 
 
