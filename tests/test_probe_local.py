@@ -21,7 +21,7 @@ from auditor.transport.local import LocalTransport
 
 SECTIONS = {"meta", "identity", "cloudinit", "imds", "os", "kernel", "sysctl", "systemd_version", "unit_files",
             "units", "restart_journal", "cgroups", "binaries", "eks", "ecs", "network", "kernel_log", "cpu",
-            "packages"}
+            "packages", "cost"}
 
 
 @pytest.mark.parametrize("shell", ["/bin/dash", "/bin/bash"])
@@ -66,6 +66,7 @@ def test_collect_local_writes_a_valid_snapshot(tmp_path: Path) -> None:
     assert snap["facts"]["binaries"][0]["sha256"] and len(snap["facts"]["binaries"][0]["sha256"]) == 64
     assert snap["facts"]["cpu"]["count"] >= 1 and snap["facts"]["cpu"]["cores"]
     assert snap["probe"]["complete"] is True
+    assert 0 < snap["probe"]["cpu_s"] < 30  # the probe reports its own CPU cost (`times`)
     if not Path("/run/systemd/system").is_dir():  # this VM: no systemd as PID 1 → explicit unknown
         assert snap["facts"]["systemd"] is None and "systemd" in snap["errors"]
     assert out.getvalue().startswith("local ")

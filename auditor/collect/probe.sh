@@ -22,6 +22,7 @@ fi
 has() { command -v "$1" >/dev/null 2>&1; }
 sec() { echo "@@AMI-AUDITOR-SECTION $1@@"; }
 end() { printf '\n@@AMI-AUDITOR-END %s rc=%s@@\n' "$1" "$2"; }  # own line even after unterminated output
+UNIT_FILES=
 run() { # run NAME FUNC: one bounded section, stderr kept out of the parsed stream
   sec "$1"; "$2"; end "$1" "$?"
 }
@@ -120,7 +121,8 @@ s_unit_files() {
     return 0
   fi
   booted || return 3
-  T 10 systemctl list-unit-files --no-legend --no-pager 2>/dev/null
+  UNIT_FILES=$(T 10 systemctl list-unit-files --no-legend --no-pager 2>/dev/null)  # reused by s_units
+  printf '%s\n' "$UNIT_FILES"
 }
 
 s_units() {
@@ -130,7 +132,7 @@ s_units() {
   {
     T 10 systemctl list-units --all --no-legend --no-pager --plain \
       --type=service,socket,timer,mount,path 2>/dev/null | awk '{print $1}'
-    T 10 systemctl list-unit-files --state=enabled --no-legend --no-pager 2>/dev/null | awk '{print $1}'
+    printf '%s\n' "$UNIT_FILES" | awk '$2 == "enabled" {print $1}'
   } | grep -v '@\.' | grep -v '^$' | sort -u | tr '\n' '\0' | T 20 xargs -0 -r systemctl show \
     -p Id,Description,LoadState,ActiveState,SubState,Result,NRestarts,Restart,ExecMainPID \
     -p ExecMainStatus,ExecMainCode,ExecMainStartTimestampMonotonic,ActiveEnterTimestampMonotonic \
@@ -344,5 +346,6 @@ run network s_network
 run kernel_log s_kernel_log
 run cpu s_cpu
 run packages s_packages
+sec cost; times; end cost 0  # CPU the probe spent here: shell, then children (user sys)
 echo "@@AMI-AUDITOR-DONE@@"
 exit 0

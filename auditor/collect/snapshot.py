@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Any
 
@@ -12,6 +13,13 @@ from .parsers.identity import parse_host
 from .sections import split_sections
 
 HOST_LABEL_FACTS = ("az", "az_id", "ami_id", "instance_type", "region")
+_TIMES = re.compile(r"(\d+)m([\d.]+)s")
+
+
+def probe_cpu_seconds(text: str) -> float | None:
+    """Sum of the `times` builtin's output (shell and children, user and system): the probe's CPU cost."""
+    values = [int(m) * 60 + float(s) for m, s in _TIMES.findall(text)]
+    return round(sum(values), 3) if values else None
 
 
 def now_iso() -> str:
@@ -42,6 +50,7 @@ def build_snapshot(spec: HostSpec, result: CommandResult, collected_at: str | No
         "collected_at": collected_at or now_iso(),
         "probe": {
             "duration_s": round(result.duration_s, 3),
+            "cpu_s": probe_cpu_seconds(sections["cost"].body) if "cost" in sections else None,
             "exit_status": result.exit_status,
             "complete": done,
             "truncated": result.truncated,

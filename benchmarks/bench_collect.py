@@ -1,0 +1,82 @@
+"""Collect benchmark over the real test fleet: per-host wall time and probe CPU time on the host,
+side by side with a one-round-trip-per-check peer (pytest-testinfra, when installed).
+
+Run as root:  python3 -m benchmarks.bench_collect [--extra N] [--parallel N] [--rounds N]
+(boots the fleet, or attaches to a running one with AMI_AUDITOR_FLEET_ATTACH=1).
+Prints figures; asserts nothing about speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from auditor.app import collect_hosts  # noqa: E402
+from auditor.targets.inventory import load_inventory  # noqa: E402
+from tests.fleet import Fleet  # noqa: E402
+
+# The checks a testinfra user writes for the same incident facts (one SSH round trip each, or more).
+TESTINFRA_CHECKS = (
+    lambda h: h.service("ecs.service").is_enabled,
+    lambda h: h.service("ecs.service").is_running,
+    lambda h: h.service("ssh.service").is_running,
+    lambda h: h.file("/usr/local/bin/kubelet").sha256sum,
+    lambda h: h.file("/var/log/cloud-init-output.log").content_string,
+    lambda h: h.file("/proc/cgroups").content_string,
+    lambda h: h.run("find /sys/fs/cgroup/memory -type d | wc -l").stdout,
+    lambda h: h.sysctl("vm.swappiness"),
+    lambda h: h.package("openssh-server").version,
+    lambda h: h.file("/etc/ecs/ecs.config").content_string,
+    lambda h: h.run("uname -r").stdout,
+)
+
+
+def bench_auditor(inventory: Path, parallel: int, rounds: int) -> None:
+    specs = load_inventory(inventory)
+    for r in range(rounds):
+        started = time.monotonic()
+        results = collect_hosts(specs, parallel=parallel)
+        wall = time.monotonic() - started
+        walls = [res.duration_s for res in results]
+        cpus = [res.snapshot["probe"]["cpu_s"] for res in results if res.snapshot]
+        print(f"ami-auditor round {r + 1}: {len(results)} hosts in {wall:.2f} s wall "
+              f"(parallel {parallel}); per host wall median {statistics.median(walls):.2f} s, "
+              f"max {max(walls):.2f} s; probe CPU on host median {statistics.median(cpus):.3f} s, "
+              f"max {max(cpus):.3f} s; statuses {sorted({res.status for res in results})}")
+
+
+def bench_testinfra(fleet: Fleet) -> None:
+    try:
+        import testinfra
+    except ImportError:
+        print("pytest-testinfra not installed: `pip install pytest-testinfra` to compare")
+        return
+    h = fleet.hosts[0]
+    host = testinfra.get_host(f"paramiko://root@{h.address}",
+                              ssh_identity_file=str(fleet.identity_file))
+    started = time.monotonic()
+    for check in TESTINFRA_CHECKS:
+        check(host)
+    wall = time.monotonic() - started
+    print(f"testinfra (paramiko backend): {len(TESTINFRA_CHECKS)} checks on one host in {wall:.2f} s "
+          f"(≥ {len(TESTINFRA_CHECKS)} round trips, a subset of what one ami-auditor probe collects)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--extra", type=int, default=0, help="extra fleet hosts beyond the 7 of the scenario")
+    parser.add_argument("--parallel", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    with Fleet(extra=args.extra) as fleet:  # __enter__ boots it, __exit__ tears it down
+        bench_auditor(fleet.inventory_path, args.parallel, args.rounds)
+        bench_testinfra(fleet)
+
+
+if __name__ == "__main__":
+    main()
