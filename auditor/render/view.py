@@ -105,11 +105,11 @@ def heatmap(doc: Doc) -> list[SplitRow]:
         counts: dict[str, dict[str, int]] = split.get("counts") or {}
         fleet: Counter[str] = Counter()
         for per_group in counts.values():
-            fleet.update({str(v): int(n) for v, n in per_group.items()})
+            fleet.update({str(v): int(n) for v, n in per_group.items() if n})
         majority = fleet.most_common(1)[0][0] if fleet else ""
         cells = []
         for name in names:
-            per_group = {str(v): int(n) for v, n in (counts.get(name) or {}).items()}
+            per_group = {str(v): int(n) for v, n in (counts.get(name) or {}).items() if n}
             total = sum(per_group.values())
             off = total - per_group.get(majority, 0)
             values = sorted(per_group.items(), key=lambda kv: (-kv[1], kv[0]))
