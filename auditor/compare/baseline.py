@@ -16,9 +16,9 @@ Every problem is an InputError naming the file and line (exit 2).
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ..errors import InputError
@@ -65,7 +65,8 @@ class Baseline:
     areas: frozenset[str] = field(default=frozenset())
 
     def ignored(self, path: str) -> bool:
-        return any(fnmatch.fnmatchcase(path, glob) for glob in self.ignore)
+        """Whether an `ignore` glob matches: `*` and `?` are wildcards, brackets are literal (path syntax)."""
+        return any(_glob(glob).fullmatch(path) for glob in self.ignore)
 
     def summary(self) -> dict[str, Any]:
         """The report's `baseline` section."""
@@ -77,6 +78,12 @@ class Baseline:
             "facts": len(self.expect),
             "complete": list(self.complete),
         }
+
+
+@lru_cache(maxsize=256)
+def _glob(glob: str) -> re.Pattern[str]:
+    """A glob also covers everything below what it names (a row's fields)."""
+    return re.compile(re.escape(glob).replace(r"\*", ".*").replace(r"\?", ".") + r"(?:[.\[].*)?")
 
 
 def _same(a: Any, b: Any) -> bool:
