@@ -81,7 +81,7 @@ def test_culprit_first_then_summary_then_ranked_heatmap() -> None:
     assert "facts.systemd.units[ecs.service].unit_file_state" in culprit
     assert "ecs.service is crash-looping" in culprit and "sev-critical" in culprit
     heat = html[html.index('id="heatmap"'):html.index("</table>", html.index('id="heatmap"'))]
-    facts = re.findall(r'<td class="mono fact">([^<]*)</td>', heat)
+    facts = re.findall(r'<span class="fact">([^<]*)</span>', heat)
     assert facts[0] == "facts.systemd.units[ecs.service].unit_file_state"
     assert facts[1].startswith("facts.binaries[kubelet]")
     assert "facts.systemd.units[ecs.service].description" not in facts  # score 0: not a split
@@ -91,9 +91,10 @@ def test_heatmap_ranks_by_score_whatever_the_input_order() -> None:
     doc = fleet()
     doc["comparison"]["splits"].reverse()
     heat = render(doc).split('id="heatmap"', 1)[1]
-    assert re.findall(r'<td class="mono fact">([^<]*)</td>', heat)[0].startswith("facts.binaries[kubelet]")
-    # ties keep the compare stage's order; the 0.25 split is still last
-    assert re.findall(r'<td class="mono fact">([^<]*)</td>', heat)[5].startswith("facts.systemd.enabled_units")
+    assert re.findall(r'<span class="fact">([^<]*)</span>', heat)[0].startswith("facts.binaries[kubelet]")
+    # ties keep the compare stage's order; the 0.62 split is still last
+    assert re.findall(r'<span class="fact">([^<]*)</span>', heat)[1].startswith("facts.systemd.units[ecs.service]")
+    assert re.findall(r'<span class="fact">([^<]*)</span>', heat)[2].startswith("facts.packages[containerd]")
 
 
 def test_identical_hosts_are_one_row_and_big_fleets_are_capped() -> None:

@@ -91,6 +91,7 @@ class SplitRow:
     score: float
     cells: list[Cell]
     majority: str
+    related: list[str] = field(default_factory=list)  # facts about the same subject that split the same way
 
 
 def heatmap(doc: Doc) -> list[SplitRow]:
@@ -114,7 +115,9 @@ def heatmap(doc: Doc) -> list[SplitRow]:
             off = total - per_group.get(majority, 0)
             values = sorted(per_group.items(), key=lambda kv: (-kv[1], kv[0]))
             cells.append(Cell(name, values, total, round(off / total, 3) if total else 0.0))
-        rows.append(SplitRow(rank, str(split.get("path", "")), float(split.get("score") or 0), cells, majority))
+        related = [str(p) for p in split.get("related") or []]
+        rows.append(SplitRow(rank, str(split.get("path", "")), float(split.get("score") or 0), cells, majority,
+                             related))
     return rows
 
 
