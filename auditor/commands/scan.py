@@ -20,7 +20,7 @@ from ..models import SEVERITIES, Report, severity_rank
 from .common import add_target_options, one_line, progress_printer, resolve_specs
 
 # Order matters: judge before compare (symptom ranking reads findings), render last.
-STAGES = ("judge", "compare", "render")
+STAGES = ("judge", "history", "compare", "render")
 
 
 def _stage(name: str) -> Any:
@@ -56,12 +56,15 @@ def run(args: argparse.Namespace, env: Env) -> int:
     )
     report = Report(hosts=results, generated_at=now_iso(), fail_on=args.fail_on)
     snapshots = [r.snapshot for r in results if r.snapshot is not None]
-    for name in ("judge", "compare"):
+    for name in ("judge", "history", "compare"):
         _stage(name).apply(prepared[name], report, snapshots)
     incomplete = any(r.status != "ok" for r in results)
     report.exit_code = exitcodes.combine(failing(report), incomplete)
     for result in results:
         env.out(one_line(result))
     _stage("render").apply(prepared["render"], report, snapshots)
+    saved = _stage("history").finish(prepared["history"], report)
     _stage("render").summarize(report, env)
+    if saved:
+        env.out(f"saved to history: {saved}")
     return report.exit_code

@@ -1,0 +1,85 @@
+"""The history stage of `scan`: compare with the previous saved scan, then save this one.
+
+`--history DIR` keeps one report per scan. Dying-memcg growth faster than `--dying-growth-per-hour`
+since the previous scan becomes a finding (FIELD-NOTES §2: the leak is the signal, not only the level).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..models import Finding, Report
+from ..reportdoc import report_to_dict
+from .store import latest_scan, save_scan
+from .trends import DEFAULT_DYING_GROWTH_PER_HOUR, parse_time
+
+GROWTH_RULE = "history.dying-memcg-growth"
+
+
+@dataclass(frozen=True)
+class HistoryPlan:
+    directory: Path | None
+    previous: dict[str, Any] | None
+    growth_per_hour: float
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--history", default=None, metavar="DIR",
+                        help="keep this scan in DIR and compare with the previous one there (trends: "
+                             "`ami-auditor history DIR`)")
+    parser.add_argument("--dying-growth-per-hour", type=float, default=DEFAULT_DYING_GROWTH_PER_HOUR,
+                        metavar="N", help="flag hosts whose dying memcgs grew faster than N/hour since the "
+                                          f"previous scan (default {DEFAULT_DYING_GROWTH_PER_HOUR:.0f})")
+
+
+def prepare(args: argparse.Namespace) -> HistoryPlan:
+    if args.dying_growth_per_hour <= 0:
+        raise InputError("--dying-growth-per-hour must be positive")
+    directory = Path(args.history) if args.history else None
+    previous = latest_scan(directory) if directory else None
+    return HistoryPlan(directory, previous, args.dying_growth_per_hour)
+
+
+def _dying(snapshot: dict[str, Any]) -> int | None:
+    return (((snapshot.get("facts") or {}).get("cgroups") or {}).get("memory") or {}).get("dying")
+
+
+def apply(plan: HistoryPlan, report: Report, snapshots: list[dict]) -> None:
+    """Add a finding per host whose dying memcgs grow faster than the threshold."""
+    if plan.previous is None:
+        return
+    hours = (parse_time(report.generated_at) - parse_time(plan.previous["generated_at"])).total_seconds() / 3600
+    if hours <= 0:
+        return
+    before = {h["name"]: (h.get("facts_summary") or {}).get("dying_memcgs") for h in plan.previous["hosts"]}
+    for snap in snapshots:
+        old, new = before.get(snap["name"]), _dying(snap)
+        if old is None or new is None:
+            continue
+        rate = (new - old) / hours
+        if rate > plan.growth_per_hour:
+            report.findings.append(Finding(
+                host=snap["name"], rule=GROWTH_RULE, severity="high",
+                title=f"Dying memory cgroups grow {rate:,.0f}/hour ({old:,} → {new:,} since the previous scan)",
+                description="Something keeps creating and deleting memory cgroups whose page cache pins them "
+                            "(a crash-looping unit or container); left alone they reach the 65,535 memcg ID "
+                            "limit and make every memcg walk slow.",
+                remediation="Find the unit or container that restarts (crash-loop findings, ecs-init.log) and "
+                            "stop it; a reboot clears the dying memcgs.",
+                evidence={"previous": old, "current": new, "hours": round(hours, 2),
+                          "per_hour": round(rate, 1), "threshold_per_hour": plan.growth_per_hour},
+                tags=("cgroups", "history"),
+            ))
+    report.rules.append({"id": GROWTH_RULE, "severity": "high",
+                         "title": "Dying memory cgroups grow between scans", "pack": "history"})
+
+
+def finish(plan: HistoryPlan, report: Report) -> Path | None:
+    """Save this scan's report (after its exit code is known)."""
+    if plan.directory is None:
+        return None
+    return save_scan(plan.directory, report_to_dict(report))

@@ -1,0 +1,53 @@
+"""A history directory: one report JSON per scan (`scan-<UTC time>.json`), oldest first by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..reportdoc import validate_report
+
+PREFIX = "scan-"
+
+
+def scan_files(directory: Path) -> list[Path]:
+    """Saved scans, oldest first (names sort by time)."""
+    if not directory.exists():
+        return []
+    if not directory.is_dir():
+        raise InputError("history path is not a directory", str(directory))
+    return sorted(directory.glob(f"{PREFIX}*.json"))
+
+
+def load_scan(path: Path) -> dict[str, Any]:
+    """One saved report, validated; a corrupt file names itself."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON in history: {exc.msg}", str(path), exc.lineno) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc}", str(path)) from None
+    validate_report(doc, str(path))
+    return doc
+
+
+def latest_scan(directory: Path) -> dict[str, Any] | None:
+    files = scan_files(directory)
+    return load_scan(files[-1]) if files else None
+
+
+def save_scan(directory: Path, doc: dict[str, Any]) -> Path:
+    """Write the report under a name made from its generation time (atomic; never overwrites)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = doc["generated_at"].replace(":", "").replace("-", "")
+    path = directory / f"{PREFIX}{stamp}.json"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"{PREFIX}{stamp}-{n}.json"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
