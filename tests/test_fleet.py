@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import paramiko
 import pytest
@@ -130,3 +131,12 @@ def test_stop_and_start_a_host(fleet: Fleet) -> None:
         assert _run(client, "cat /var/tmp/marker").strip() == "kept"  # ...of the same disk
     finally:
         client.close()
+
+
+def test_hosts_run_in_separate_cgroups(fleet: Fleet) -> None:
+    # In one shared cgroup the hosts' systemds would fight over the same unit cgroups (219/CGROUP failures).
+    paths = {h.name: Path(f"/proc/{fleet.init_pid(h.name)}/cgroup").read_text() for h in fleet.hosts}
+    assert len(set(paths.values())) == len(paths)
+    wait = ["systemctl", "is-system-running", "--wait"]
+    states = {h.name: fleet.exec(h.name, wait, timeout=60).stdout.strip() for h in fleet.hosts}
+    assert set(states.values()) == {"running"}, states

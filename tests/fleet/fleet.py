@@ -345,11 +345,58 @@ def _kill_nspawn(pid: int, timeout: float) -> None:
             os.waitpid(pid, 0)
 
 
+CGROUP_GROUP = "ami-auditor-fleet"
+
+
+def _tracking_hierarchies() -> list[Path]:
+    """Mount points of the cgroup hierarchies systemd tracks processes in (name=systemd v1, cgroup2).
+
+    The v1 controller hierarchies (memory...) are left alone: per-host memcgs would turn into dying
+    memcgs at teardown and disturb the dying-memcg tests.
+    """
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        pre, _, post = line.partition(" - ")
+        fstype, _src, opts = (post.split() + ["", "", ""])[:3]
+        if fstype == "cgroup2" or (fstype == "cgroup" and "name=systemd" in opts.split(",")):
+            found.append(Path(pre.split()[4]))
+    return found
+
+
+def host_cgroups(run: str, host: str) -> list[Path]:
+    """The per-host cgroup directories (one per tracking hierarchy) a host's nspawn runs in."""
+    return [h / CGROUP_GROUP / run / host for h in _tracking_hierarchies()]
+
+
+def _remove_cgroups(run: str) -> None:
+    """rmdir a run's cgroup trees (all hierarchies)."""
+    _remove_cgroup_trees([h / CGROUP_GROUP / run for h in _tracking_hierarchies()])
+    for h in _tracking_hierarchies():
+        with contextlib.suppress(OSError):
+            (h / CGROUP_GROUP).rmdir()  # fails while another run uses it: fine
+
+
+def _remove_cgroup_trees(tops: Iterable[Path]) -> None:
+    """rmdir cgroup trees deepest first (nspawn and the containers' systemd made subgroups)."""
+    for top in tops:
+        if not top.is_dir():
+            continue
+        dirs = sorted((Path(d) for d, _, _ in os.walk(top)), key=lambda p: len(p.parts), reverse=True)
+        for _ in range(50):
+            for d in dirs:
+                with contextlib.suppress(FileNotFoundError, OSError):
+                    d.rmdir()
+            if not top.exists():
+                break
+            time.sleep(0.1)
+
+
 def cleanup_run(run_dir: Path, timeout: float = 15.0) -> None:
-    """Stop every container of a fleet run, unmount its overlays and remove its state dir."""
+    """Stop every container of a fleet run, unmount its overlays, remove its cgroups and state dir."""
     pids = _nspawn_pids_for(run_dir)
     with ThreadPoolExecutor(max_workers=max(1, len(pids))) as pool:
         list(pool.map(lambda p: _kill_nspawn(p, timeout), pids))
+    _remove_cgroups(run_dir.name)
     for point in _mounts_under(run_dir):
         _umount(point)
     left = _mounts_under(run_dir)
@@ -569,10 +616,17 @@ class Fleet:
     def _spawn(self, h: Host) -> None:
         if h.running:
             raise RuntimeError(f"{h.name} is already running")
+        # Each host gets its own cgroup: with --keep-unit nspawn runs the container in <own cgroup>/payload,
+        # and in the root cgroup all hosts' systemds would share (and fight over) the same unit cgroups.
+        cgroups = host_cgroups(self.dir.name, h.name)
+        for cg in cgroups:
+            cg.mkdir(parents=True, exist_ok=True)
+        enter = " && ".join(f"echo $$ > {cg / 'cgroup.procs'}" for cg in cgroups) or "true"
         with open(h.console_log, "ab") as log:
             h.nspawn_pid = None
             h.proc = subprocess.Popen(
-                ["systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--boot",
+                ["/bin/sh", "-c", f'{enter} && exec "$@"', "sh",
+                 "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--boot",
                  "--console=read-only", "--link-journal=no", "--resolv-conf=off", "--timezone=off",
                  f"--machine={h.name}", "-D", str(h.root)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -638,6 +692,7 @@ class Fleet:
             h.proc.wait()
         h.proc = None
         h.nspawn_pid = None
+        _remove_cgroup_trees(host_cgroups(self.dir.name, h.name))
 
     def start(self, name: str, timeout: float | None = None) -> None:
         """Boot a stopped host and wait for its sshd."""
