@@ -204,3 +204,43 @@ def test_tables_filter_sort_and_page_in_the_browser(browser: DevTools, tmp_path:
       document.querySelectorAll('#heatmap thead th')[2].click(); })()""")  # score, ascending
     first = browser.eval("document.querySelector('#heatmap tbody tr:not([hidden]) .fact').textContent")
     assert first == "facts.packages[containerd].version"
+
+
+@pytest.mark.fleet
+def test_fleet_scan_in_four_formats_culprit_first_and_junit_fails_on_az_b(fleet_ready_crashloop, browser: DevTools,
+                                                                         shots: Path, tmp_path: Path) -> None:
+    """One real scan of the test fleet: json, html, md and junit; the browser sees the culprit first."""
+    import io
+    import xml.etree.ElementTree as ET
+
+    from auditor.cli import main
+    from auditor.context import Env
+    from tests.fleet import AZ_B_HOSTS
+
+    fleet = fleet_ready_crashloop
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["scan", "-i", str(fleet.inventory_path), "--group-by", "az",
+                 "--symptom", "systemd.unit-crash-looping", "--format", "json,html,md,junit",
+                 "--out", str(tmp_path / "report")], Env(stdout=out, stderr=err))
+    assert code == 1, err.getvalue() + out.getvalue()
+    files = {p.suffix for p in (tmp_path / "report").iterdir()}
+    assert files == {".json", ".html", ".md", ".xml"}
+
+    failed: dict[str, set[str]] = {}
+    for case in ET.parse(tmp_path / "report" / "report.xml").getroot().iter("testcase"):
+        if case.find("failure") is not None:
+            failed.setdefault(case.get("classname"), set()).add(case.get("name"))
+        assert case.find("error") is None, (case.get("classname"), case.get("name"))
+    assert set(failed) == set(AZ_B_HOSTS), failed
+    assert all("systemd.unit-crash-looping" in rules for rules in failed.values()), failed
+
+    md = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert md.startswith("# ami-auditor: FAIL (exit 1)") and "ecs.service" in md.split("## Top findings")[0]
+
+    seen = browser.open(tmp_path / "report" / "report.html")
+    shot = browser.screenshot(shots / "fleet-scan-first-screen.png")
+    print(f"\nfleet report: {tmp_path / 'report'}\nscreenshot: {shot}")
+    assert seen["ran"] == [] and seen["ready"] == "1"
+    assert "ecs.service" in seen["facts"][0] and "kubelet" in seen["facts"][1], seen["facts"][:4]
+    assert seen["topSplit"] and seen["topSplit"]["bottom"] <= HEIGHT
+    assert seen["topFinding"] and seen["topFinding"]["bottom"] <= HEIGHT
