@@ -120,6 +120,13 @@ def test_unreached_and_unknown_are_never_shown_as_passing() -> None:
     assert 'class="unknown">ecs: ecs probe timed out after 5s' in html
 
 
+def test_unreached_host_row_reads_unknown_not_clean() -> None:
+    html = render(json.loads((DATA / "incomplete.json").read_text(encoding="utf-8")))
+    row = html[html.index('id="hosts-table"'):].split("auth_failed", 1)[1].split("</tr>", 1)[0]
+    assert 'sev-unknown">unknown' in row and "sev-none" not in row
+    assert "No group comparison in this scan." in html
+
+
 def test_clean_report() -> None:
     html = render(json.loads((DATA / "clean.json").read_text(encoding="utf-8")))
     assert 'class="verdict pass"' in html and "Nothing stands out" in html
