@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +23,7 @@ from .rules import Rule, RuleSet
 from .templates import render_title
 
 UNKNOWN_SEVERITY = "info"
+_FIELDS = ("rule", "severity", "title", "description", "remediation", "item", "evidence", "tags")
 
 
 def truthy(value: Any) -> bool:
@@ -30,8 +32,13 @@ def truthy(value: Any) -> bool:
 
 
 def _digest(value: Any) -> bytes:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+    """Digest of parsed-JSON content. marshal (C, ~10x faster than sorted JSON) is exact for these types; equal
+    content in another key order only costs a cache miss, never a wrong hit."""
+    try:
+        data = marshal.dumps(value, 2)
+    except ValueError:  # a type marshal does not know: fall back to canonical JSON
+        data = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 class _Digests:
@@ -42,11 +49,14 @@ class _Digests:
         self.facts = snapshot.get("facts") or {}
         self.memo: dict[str, bytes] = {}
 
-    def area(self, name: str) -> bytes:
-        key = "facts." + name
-        if key not in self.memo:
-            self.memo[key] = _digest(self.facts.get(name))
-        return self.memo[key]
+    def area(self, name: str, key: str | None) -> bytes:
+        memo_key = f"facts.{name}.{key}" if key else f"facts.{name}"
+        if memo_key not in self.memo:
+            value = self.facts.get(name)
+            if key is not None and isinstance(value, dict):
+                value = value.get(key)
+            self.memo[memo_key] = _digest(value)
+        return self.memo[memo_key]
 
     def root(self, name: str) -> bytes:
         if name not in self.memo:
@@ -115,13 +125,13 @@ class Judge:
 
     def __init__(self, ruleset: RuleSet):
         self.rules = list(ruleset.rules)
-        self._cache: dict[tuple[int, tuple[bytes, ...]], list[Finding]] = {}
+        self._cache: dict[tuple[int, tuple[bytes, ...]], list[dict[str, Any]]] = {}
         self.evaluations = 0  # rule runs actually performed (cache misses)
 
     def _key(self, index: int, rule: Rule, digests: _Digests) -> tuple[int, tuple[bytes, ...]]:
         if "*" in rule.roots:
             return index, (digests.root("*"),)
-        parts = [digests.area(a) for a in sorted(rule.areas)]
+        parts = [digests.area(a, k) for a, k in rule.reads]
         parts.extend(digests.root(r) for r in sorted(rule.roots))
         return index, tuple(parts)
 
@@ -140,11 +150,12 @@ class Judge:
             if found is None:
                 self.evaluations += 1
                 try:
-                    found = _evaluate(rule, snapshot)
+                    results = _evaluate(rule, snapshot)
                 except (JMESPathError, TypeError, ValueError) as exc:
-                    found = [_not_evaluated(rule, "error", f"{type(exc).__name__}: {exc}", {})]
+                    results = [_not_evaluated(rule, "error", f"{type(exc).__name__}: {exc}", {})]
+                found = [{k: getattr(f, k) for k in _FIELDS} for f in results]
                 self._cache[key] = found
-            out.extend(replace(f, host=host) for f in found)
+            out.extend(Finding(host=host, **f) for f in found)
         return out
 
     def judge_all(self, snapshots: list[dict[str, Any]]) -> list[Finding]:

@@ -60,6 +60,7 @@ class Rule:
     item_key: str | None  # row field naming the item (from the fact schema's list key)
     evidence: tuple[tuple[str, Any], ...]
     areas: frozenset[str]
+    reads: tuple[tuple[str, str | None], ...]  # (area, top-level key read) pairs; key None = the whole area
     roots: frozenset[str]  # top-level snapshot keys read besides facts (host, labels, name, …); "*" = all
     params: dict[str, Any]
     source: str
@@ -177,6 +178,27 @@ def _compile_expr(text: Any, key: str, node: LineDict, pack: Pack, item: FactSpe
     return compiled, result, reads
 
 
+def _area_keys(reads: Reads, areas: set[str]) -> tuple[tuple[str, str | None], ...]:
+    """Which top-level key of each area a rule reads (None: the whole area), for content-keyed caching."""
+    keys: dict[str, set[str | None]] = {a: set() for a in areas}
+    for path in reads.paths:
+        parts = path.split(".")
+        if parts[0] != "facts" or len(parts) < 2:
+            continue
+        area = parts[1].removesuffix("[]")
+        keys.setdefault(area, set()).add(parts[2].removesuffix("[]") if len(parts) > 2 else None)
+    if reads.whole_facts or "*" in reads.roots:
+        keys = {a: {None} for a in areas}
+    out = []
+    for area in sorted(keys):
+        wanted = keys[area]
+        if None in wanted or not wanted:
+            out.append((area, None))
+        else:
+            out.extend((area, k) for k in sorted(wanted))
+    return tuple(out)
+
+
 def _plain_path(path: str) -> bool:
     return bool(path) and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part) for part in path.split("."))
 
@@ -251,7 +273,8 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
         id=rid, pack=pack.name, severity=severity, name=_str(node, "name", where, title_src.strip()), title=title,
         description=_str(node, "description", where).strip(), remediation=_str(node, "remediation", where).strip(),
         tags=tuple(tags), when=when, select=select, item_expr=item_expr, item_key=item_key,
-        evidence=tuple(evidence), areas=frozenset(areas), roots=frozenset(reads.roots - {"facts"}),
+        evidence=tuple(evidence), areas=frozenset(areas), reads=_area_keys(reads, areas),
+        roots=frozenset(reads.roots - {"facts"}),
         params=dict(pack.params), source=where, line=node.line,
     )
 

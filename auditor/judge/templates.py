@@ -47,20 +47,14 @@ def compile_title(source: str, root: FactSpec) -> tuple[Any, Reads]:
     except TemplateSyntaxError as exc:
         raise TemplateError(f"title template: {exc.message}", exc.lineno or 1) from None
     reads = Reads()
-    inner: set[int] = set()
+    chains = {id(n): (n, c) for n in ast.find_all((nodes.Getattr, nodes.Getitem)) if (c := _chain(n))}
+    inner = {id(m) for n, _ in chains.values() for m in n.find_all((nodes.Getattr, nodes.Getitem))}
     chain_bases: set[int] = set()
-    for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
-        if id(node) in inner:
-            continue
-        inner.update(id(n) for n in node.find_all((nodes.Getattr, nodes.Getitem)))
-        found = _chain(node)
-        if found is None:
-            continue
-        head, attrs = found
+    for key, (node, (head, attrs)) in chains.items():
         spec = root.children.get(head)
-        if spec is None:
+        if key in inner or spec is None:
             continue
-        chain_bases.update(id(n) for n in node.find_all(nodes.Name))
+        chain_bases.update(id(n) for n in node.find_all(nodes.Name) if n.name == head)
         try:
             for i, attr in enumerate(attrs):
                 spec = _field(spec, attr, reads, note=i == len(attrs) - 1)
