@@ -109,9 +109,9 @@ def _not_evaluated(rule: Rule, status: str, why: str, evidence: dict[str, Any]) 
                    tags=(*rule.tags, status))
 
 
-def _unknown(rule: Rule, snapshot: dict[str, Any]) -> Finding | None:
-    facts = snapshot.get("facts") or {}
-    missing = sorted(a for a in rule.areas if facts.get(a) is None)
+def _unknown(rule: Rule, snapshot: dict[str, Any], absent: set[str]) -> Finding | None:
+    """The not-evaluated finding when an area the rule reads is in `absent` (not collected on this host)."""
+    missing = sorted(rule.areas & absent)
     if not missing:
         return None
     errors = snapshot.get("errors") or {}
@@ -125,6 +125,7 @@ class Judge:
 
     def __init__(self, ruleset: RuleSet):
         self.rules = list(ruleset.rules)
+        self._roots = [tuple(sorted(r.roots)) for r in self.rules]
         self._cache: dict[tuple[int, tuple[bytes, ...]], list[dict[str, Any]]] = {}
         self.evaluations = 0  # rule runs actually performed (cache misses)
 
@@ -132,16 +133,18 @@ class Judge:
         if "*" in rule.roots:
             return index, (digests.root("*"),)
         parts = [digests.area(a, k) for a, k in rule.reads]
-        parts.extend(digests.root(r) for r in sorted(rule.roots))
+        parts.extend(digests.root(r) for r in self._roots[index])
         return index, tuple(parts)
 
     def judge(self, snapshot: dict[str, Any]) -> list[Finding]:
         """All findings (including not-evaluated ones) for one snapshot."""
         host = str(snapshot.get("name") or snapshot.get("target") or "?")
         digests = _Digests(snapshot)
+        absent = {a for a, v in digests.facts.items() if v is None}
+        absent |= {a for r in self.rules for a in r.areas if a not in digests.facts}
         out: list[Finding] = []
         for index, rule in enumerate(self.rules):
-            unknown = _unknown(rule, snapshot)
+            unknown = _unknown(rule, snapshot, absent) if absent else None
             if unknown is not None:
                 out.append(replace(unknown, host=host))
                 continue
