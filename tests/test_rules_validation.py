@@ -117,3 +117,12 @@ def test_rules_check_tries_rules_on_a_saved_snapshot(tmp_path: Path) -> None:
     code, out, _ = check(tmp_path, GOOD, "--snapshot", str(snap))
     assert code == 0
     assert "[HIGH    ] mine.restarting [ecs.service]: ecs.service restarted" in out
+
+
+def test_rules_check_on_the_builtin_packs_themselves() -> None:
+    from auditor.judge.rules import load_rules
+    from auditor.resources import builtin_rules_dir
+
+    code, out, err = run("rules", "check", str(builtin_rules_dir()))
+    assert (code, err) == (0, "")
+    assert f"{len(load_rules().rules)} rule(s) valid" in out

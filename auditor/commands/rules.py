@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from ..context import Env
 from ..errors import InputError
@@ -63,11 +64,14 @@ def _load_snapshot(path: str) -> dict:
 
 
 def run_check(args: argparse.Namespace, env: Env) -> int:
+    own = {str(f) for f in rule_files([args.path], builtin=False)}
+    builtin = {str(f.resolve()) for f in rule_files([], builtin=True)}
+    if any(str(Path(f).resolve()) in builtin for f in own):
+        args.no_builtin_rules = True  # checking the built-in packs themselves
     args.rules = [*args.rules, args.path]
     ruleset = ruleset_from_args(args)  # built-ins too (unless --no-builtin-rules): ids must not clash
     for path in args.waivers:
         load_waivers(path, ruleset.ids())
-    own = {str(f) for f in rule_files([args.path], builtin=False)}
     mine = [r for r in ruleset.rules if r.source in own]
     env.out(f"{args.path}: OK — {len(mine)} rule(s) valid ({', '.join(r.id for r in mine)})")
     if args.snapshot:
