@@ -16,7 +16,7 @@ from auditor.reportdoc import validate_report
 
 DATA = Path(__file__).parent / "data" / "reports"
 GOLDEN = Path(__file__).parent / "golden"
-SCENARIOS = ("fleet", "clean", "incomplete")
+SCENARIOS = ("fleet", "fleet-scan", "clean", "incomplete")  # fleet-scan: a real scan of the test fleet
 FORMATS = ("json", "html", "md", "junit")
 UPDATE = os.environ.get("AMI_AUDITOR_UPDATE_GOLDEN") == "1"
 

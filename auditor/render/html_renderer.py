@@ -54,7 +54,8 @@ def render(doc: dict[str, Any]) -> str:
     shown = classes[:MAX_HOST_CLASSES]
     return environment().get_template(TEMPLATE).render(
         doc=doc, summary=doc["summary"], comparison=doc.get("comparison") or {},
-        culprit=view.culprit(doc), fsev=view.findings_by_severity(doc), by_group=view.hosts_by_group(doc),
+        culprit=view.culprit(doc),
+        symptom_top=view.symptom_top(doc), fsev=view.findings_by_severity(doc), by_group=view.hosts_by_group(doc),
         heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc), findings=view.finding_groups(doc),
         drift=view.drift_groups(doc), classes=shown, hidden_classes=len(classes) - len(shown),
         hidden_hosts=sum(len(c.hosts) for c in classes[len(shown):]),

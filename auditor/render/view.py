@@ -275,6 +275,12 @@ def culprit(doc: Doc) -> Culprit:
     return Culprit(rows[0] if rows else None, rows[1:4], active[0] if active else None, unreached, verdict)
 
 
+def symptom_top(doc: Doc) -> dict[str, Any] | None:
+    """The fact that best separates hosts with the asked-for symptom, when a symptom was ranked."""
+    ranked = (doc.get("symptom") or {}).get("ranked") or []
+    return ranked[0] if ranked and isinstance(ranked[0], dict) else None
+
+
 def findings_by_severity(doc: Doc) -> list[tuple[str, int]]:
     counts = doc["summary"].get("findings_by_severity") or {}
     return [(s, int(counts.get(s, 0))) for s in SEVERITIES]
