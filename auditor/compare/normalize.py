@@ -10,9 +10,11 @@ facts are left out too. An area whose collector failed is recorded as unknown, n
 from __future__ import annotations
 
 import json
+import operator
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from itertools import count
 from typing import Any
 
 from ..collect.schema import FactSpec, fact_tree
@@ -23,14 +25,26 @@ _ROW = re.compile(r"^(?P<coll>.*?)\[(?P<key>[^\]]*)\](?:\.(?P<field>[^\[]+))?$")
 
 @dataclass(frozen=True)
 class NormalView:
-    """A host's stable facts as {path: value}; `unknown` names areas whose collector failed."""
+    """A host's stable facts as {path: value} (`flat`); `unknown` names areas whose collector failed.
 
-    flat: dict[str, Any]
+    Long lists (units, unit files, packages) are kept as shared, numbered parts: hosts with the same
+    list content share one part, so dedupe hashes a few numbers instead of thousands of facts.
+    """
+
+    rest: dict[str, Any]
+    parts: tuple[tuple[int, tuple[tuple[str, Any], ...]], ...]
     unknown: frozenset[str]
 
-    def identity(self) -> tuple[frozenset[str], frozenset[tuple[str, Any]]]:
-        """Hashable content key: hosts with equal views share it (dedupe before any diff)."""
-        return self.unknown, frozenset(self.flat.items())
+    @cached_property
+    def flat(self) -> dict[str, Any]:
+        out = dict(self.rest)
+        for _, items in self.parts:
+            out.update(items)
+        return out
+
+    def identity(self) -> tuple[Any, ...]:
+        """Hashable content key: hosts with equal keys have equal views (dedupe before any diff)."""
+        return self.unknown, tuple(sorted(t for t, _ in self.parts)), frozenset(self.rest.items())
 
 
 def area_of(path: str) -> str:
@@ -64,14 +78,14 @@ def display(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any]) -> None:
+def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any], parts: list | None = None) -> None:
     if value is None or spec.volatile:
         return
     kind = spec.type
     if kind == "object":
         if isinstance(value, dict):
             for name, child in spec.children.items():
-                _walk(child, value.get(name), f"{path}.{name}", out)
+                _walk(child, value.get(name), f"{path}.{name}", out, parts)
     elif kind == "map":
         if isinstance(value, dict):
             for k, v in value.items():
@@ -79,12 +93,34 @@ def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any]) -> None:
                     out[f"{path}[{k}]"] = v
     elif kind == "list":
         if isinstance(value, list):
-            _walk_list(spec, value, path, out)
+            _walk_list(spec, value, path, out, parts)
     else:
         out[path] = value
 
 
-def _walk_list(spec: FactSpec, rows: list, path: str, out: dict[str, Any]) -> None:
+def _walk_list(spec: FactSpec, rows: list, path: str, out: dict[str, Any], parts: list | None) -> None:
+    """Lists of rows, memoized by their sorted stable content: a fleet has few distinct unit/package lists."""
+    getter = _stable_getter(spec)
+    try:
+        memo_key = (path, tuple(sorted(map(getter, rows) if getter else rows)))
+        hit = _list_memo.get(memo_key)
+    except (KeyError, TypeError, AttributeError):  # a row missing a field, unhashable or unsortable values
+        memo_key = hit = None
+    if hit is None:
+        fresh: dict[str, Any] = {}
+        _walk_rows(spec, rows, path, fresh)
+        hit = (next(_tokens), tuple(fresh.items()))
+        if memo_key is not None:
+            if len(_list_memo) >= _LIST_MEMO_MAX:
+                _list_memo.clear()  # tokens are never reused, so older views stay correct
+            _list_memo[memo_key] = hit
+    if parts is not None and memo_key is not None:
+        parts.append(hit)
+    else:
+        out.update(hit[1])
+
+
+def _walk_rows(spec: FactSpec, rows: list, path: str, out: dict[str, Any]) -> None:
     if not spec.children:  # list of names: a set
         for item in rows:
             if item is not None:
@@ -111,6 +147,22 @@ def _walk_list(spec: FactSpec, rows: list, path: str, out: dict[str, Any]) -> No
             out[path] = tuple(items)
 
 
+_list_memo: dict[tuple[str, tuple], tuple[int, tuple[tuple[str, Any], ...]]] = {}
+_tokens = count()
+_LIST_MEMO_MAX = 2048
+_getters: dict[str, Any] = {}
+
+
+def _stable_getter(spec: FactSpec) -> Any:
+    """itemgetter of a keyed list's key and stable fields (its memo key per row); None for other lists."""
+    if not (spec.key and spec.children):
+        return None
+    if spec.path not in _getters:
+        names = [spec.key] + [n for n, c in spec.children.items() if n != spec.key and not c.volatile]
+        _getters[spec.path] = operator.itemgetter(*names)
+    return _getters[spec.path]
+
+
 _RowFields = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, FactSpec], ...]]
 _row_fields_memo: dict[str, _RowFields] = {}
 
@@ -135,15 +187,16 @@ def _areas() -> dict[str, FactSpec]:
 def normalize(snapshot: dict[str, Any]) -> NormalView:
     """The stable, order-free view of a snapshot's facts (see module docstring)."""
     facts = snapshot.get("facts") or {}
-    flat: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    parts: list[tuple[int, tuple[tuple[str, Any], ...]]] = []
     unknown: set[str] = set()
     for area, spec in _areas().items():
         raw = facts.get(area)
         if raw is None:
             unknown.add(area)
             continue
-        _walk(spec, raw, f"facts.{area}", flat)
-    return NormalView(flat, frozenset(unknown))
+        _walk(spec, raw, f"facts.{area}", rest, parts)
+    return NormalView(rest, tuple(parts), frozenset(unknown))
 
 
 _TOKEN = re.compile(r"\.([A-Za-z0-9_]+)|\[([^\]\[]+)\]")
