@@ -147,3 +147,16 @@ def test_diff_rejects_bad_operands_with_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "no such file" in err
     code, _, err = run_diff("ssh://root@host:notaport", str(FLEET / "a1.json"))
     assert code == 2
+
+
+def test_a_baseline_from_a_host_without_systemd_facts_does_not_expect_them(tmp_path: Path) -> None:
+    host = snap("a1")
+    host["facts"]["systemd"] = None
+    host["errors"]["systemd"] = "systemd is not running"
+    path = tmp_path / "partial.yaml"
+    path.write_text(render(*capture(host), sorted(normalize(host).unknown)))
+    baseline = load_baseline(str(path))
+    assert "facts.systemd.unit_files" not in baseline.complete
+    assert "# not captured (collector failed on the source host): systemd" in path.read_text()
+    assert drift_view(baseline, normalize(host)) == []
+    assert {d.path for d in drift_view(baseline, normalize(snap("b1")))} == KUBELET  # systemd not judged

@@ -80,7 +80,8 @@ def _section(path: str) -> str:
 def render(source: dict[str, Any], expect: dict[str, Any], unknown: list[str] | None = None) -> str:
     """The baseline YAML text: header comment, source, complete, ignore, then facts by section."""
     lines = [HEADER, _dump({"baseline": BASELINE_SCHEMA}), _dump({"source": source}),
-             _dump({"complete": list(DEFAULT_COMPLETE)}), "ignore: []\n"]
+             _dump({"complete": [c for c in DEFAULT_COMPLETE if _section(c) not in (unknown or ())]}),
+             "ignore: []\n"]
     if unknown:
         lines.append(f"# not captured (collector failed on the source host): {', '.join(unknown)}\n")
     lines.append("expect:\n")
