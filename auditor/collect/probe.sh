@@ -23,6 +23,9 @@ has() { command -v "$1" >/dev/null 2>&1; }
 sec() { echo "@@AMI-AUDITOR-SECTION $1@@"; }
 end() { printf '\n@@AMI-AUDITOR-END %s rc=%s@@\n' "$1" "$2"; }  # own line even after unterminated output
 UNIT_FILES=
+CPU_A=
+CPU_TA=
+CPU_T0=0
 run() { # run NAME FUNC: one bounded section, stderr kept out of the parsed stream
   sec "$1"; "$2"; end "$1" "$?"
 }
@@ -201,10 +204,9 @@ s_binaries() {
     echo "stat=$(stat -Lc '%s %Y %d %i %a %U' "$R$p" 2>/dev/null)"
     echo "sha256=$(T 20 sha256sum "$R$p" 2>/dev/null | cut -d' ' -f1)"
     if has dpkg-query && [ -d "$R/var/lib/dpkg" ]; then
-      for q in "$p" "${p#/usr}" "$rp"; do
-        o=$(T 10 dpkg-query --admindir="$R/var/lib/dpkg" -S "$q" 2>/dev/null | head -n 1)
-        [ -n "$o" ] && echo "dpkg_owner=${o%%:*}" && break
-      done
+      # one query for the path, its merged-/usr twin and its resolved target
+      o=$(T 10 dpkg-query --admindir="$R/var/lib/dpkg" -S "$p" "${p#/usr}" "$rp" 2>/dev/null | head -n 1)
+      [ -n "$o" ] && echo "dpkg_owner=${o%%:*}"
     fi
     if has rpm && { online || [ -d "$R/var/lib/rpm" ]; }; then
       o=$(T 10 rpm ${R:+--root "$R"} -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p" 2>/dev/null | head -n 1)
@@ -279,21 +281,31 @@ s_kernel_log() {
   return 0
 }
 
+cpu_begin() {
+  # First CPU sample, taken before the other sections: the ~1 s window overlaps their work instead of
+  # adding a sleep. The probe's own short-lived children are gone by the second sample.
+  online || return 0
+  CPU_T0=$(cut -d' ' -f1 /proc/uptime)
+  CPU_A=$(grep '^cpu' /proc/stat)
+  CPU_TA=$(grep -H '' /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null)
+}
+
 s_cpu() {
+  # Second sample at least 1 s after the first; per-core deltas and the threads that ran in between.
   online || return $RC_OFFLINE
-  # Two samples ~1 s apart of /proc/stat and of every thread's stat (kept only if it ran).
+  [ -n "$CPU_A" ] || return 1
   n=$(grep -c '^processor' /proc/cpuinfo)
   echo "ncpu=$n"
   grep -m 1 '^model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: */model=/'
-  a=$(grep '^cpu' /proc/stat)
-  ta=$(grep -H '' /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null)
-  sleep 1
+  rest=$(awk -v t0="$CPU_T0" '{ r = 1.05 - ($1 - t0); if (r > 0) printf "%.2f", r; else print 0 }' /proc/uptime)
+  [ "$rest" != 0 ] && sleep "$rest"
   b=$(grep '^cpu' /proc/stat)
   tb=$(grep -H '' /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null)
-  echo '--- stat1'; echo "$a"
+  awk -v t0="$CPU_T0" '{ printf "window_s=%.2f\n", $1 - t0 }' /proc/uptime
+  echo '--- stat1'; echo "$CPU_A"
   echo '--- stat2'; echo "$b"
   echo '--- threads'
-  printf '%s\n@@\n%s\n' "$ta" "$tb" | awk '
+  printf '%s\n@@\n%s\n' "$CPU_TA" "$tb" | awk '
     function parse(line,   p, k, r, rest, f, head) {
       p = 0; r = line
       while ((k = index(substr(r, p + 1), ")")) > 0) p += k
@@ -327,6 +339,7 @@ s_packages() {
   fi
 }
 
+cpu_begin
 run meta s_meta
 run identity s_identity
 run cloudinit s_cloudinit

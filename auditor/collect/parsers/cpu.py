@@ -24,6 +24,13 @@ def _pct(before: list[int], after: list[int]) -> dict[str, float]:
     return {f"{name}_pct": round(100.0 * d / total, 1) for name, d in zip(_FIELDS, delta)}
 
 
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
 def parse_cpu(text: str) -> dict[str, Any]:
     parts = subsections(text)
     head = kv_lines(parts.get("", ""))
@@ -45,6 +52,7 @@ def parse_cpu(text: str) -> dict[str, Any]:
     busiest = max(cores, key=lambda c: c["system_pct"], default=None)
     return {
         "count": to_int(head.get("ncpu")),
+        "window_s": _float(head.get("window_s")),
         "model": head.get("model") or None,
         "average": average,
         "cores": cores,
