@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     except InputError as exc:
         env.err(f"ami-auditor: error: {exc}")
         return exitcodes.BAD_INPUT
-    except AuditorError as exc:
+    except AuditorError as exc:  # the cloud API or a host could not be reached: nothing was audited
         env.err(f"ami-auditor: error: {exc}")
-        return exitcodes.BAD_INPUT
+        return exitcodes.INCOMPLETE
     except KeyboardInterrupt:
         env.err("ami-auditor: interrupted")
         return 130
