@@ -1,12 +1,12 @@
 """Where shipped data lives: built-in rule packs (top-level rules/) and report templates (reports/).
 
-In a wheel they are the data packages auditor.builtin_rules / auditor.report_templates; in a source
-checkout (editable install) they are the top-level folders beside the package.
+In a wheel they are the data-only (namespace) packages auditor.builtin_rules / auditor.report_templates;
+in a source checkout (editable install) they are the top-level folders beside the package.
 """
 
 from __future__ import annotations
 
-from importlib import resources
+import importlib.util
 from pathlib import Path
 
 _REPO = Path(__file__).resolve().parent.parent
@@ -14,9 +14,14 @@ _REPO = Path(__file__).resolve().parent.parent
 
 def _data_dir(package: str, folder: str) -> Path:
     try:
-        return Path(str(resources.files(package)))
+        spec = importlib.util.find_spec(package)
     except ModuleNotFoundError:
-        return _REPO / folder
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in [*locations, _REPO / folder]:
+        if Path(location).is_dir():
+            return Path(location)
+    raise FileNotFoundError(f"ami-auditor is installed without its {folder}/ data ({package})")
 
 
 def builtin_rules_dir() -> Path:
