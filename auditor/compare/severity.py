@@ -25,7 +25,7 @@ PATH_SEVERITY: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), s
     (r"^facts\.ecs\.(cluster_configured|cluster|config_present)$", "medium"),
     (r"^facts\.network\.ena\.", "medium"),
     (r"^facts\.os\.", "medium"),
-    (r"^facts\.systemd\.units\[[^\]]+\]\.(active_state|sub_state|result|load_state)$", "medium"),
+    (r"^facts\.systemd\.units\[[^\]]+\]\.(health|load_state)$", "medium"),
     (r"^facts\.systemd\.version$", "medium"),
 ))
 
@@ -37,7 +37,7 @@ FIELD_PRIORITY: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"^facts\.systemd\.unit_files\[[^\]]+\]\.state$",
     r"^facts\.systemd\.enabled_units\[",
     r"^facts\.systemd\.units\[[^\]]+\]\.unit_file_state$",
-    r"^facts\.systemd\.units\[[^\]]+\]\.(active_state|sub_state)$",
+    r"^facts\.systemd\.units\[[^\]]+\]\.health$",
     r"^facts\.binaries\[[^\]]+\]\.(version|package)$",
 ))
 

@@ -55,6 +55,20 @@ def parse_journal_restarts(text: str) -> dict[str, int]:
     return out
 
 
+def unit_health(active_state: str | None, sub_state: str | None, restarts: int) -> str | None:
+    """A stable reading of a unit's runtime state, for baselines and comparison.
+
+    ActiveState/SubState of a crash-looping unit flip between activating, active and failed within a
+    second, so two scans of the same host disagree; `restarting` (waiting to restart now, or restarted
+    this boot) stays put. Judging how many restarts are too many is the rules' job.
+    """
+    if active_state == "failed":
+        return "failed"
+    if sub_state == "auto-restart" or (restarts > 0 and active_state not in ("inactive", None)):
+        return "restarting"
+    return active_state
+
+
 def _unit(block: dict[str, str], journal: dict[str, int], unit_files: dict[str, dict]) -> dict[str, Any]:
     name = block["Id"]
     n_restarts = to_int(block.get("NRestarts"))
@@ -74,6 +88,7 @@ def _unit(block: dict[str, str], journal: dict[str, int], unit_files: dict[str, 
         "active_state": block.get("ActiveState") or None,
         "sub_state": block.get("SubState") or None,
         "result": block.get("Result") or None,
+        "health": unit_health(block.get("ActiveState") or None, block.get("SubState") or None, restarts),
         "unit_file_state": file_state or None,
         "preset": block.get("UnitFilePreset") or unit_files.get(name, {}).get("preset"),
         "type": block.get("Type") or None,
