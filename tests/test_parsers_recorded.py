@@ -110,3 +110,16 @@ def test_ubuntu_dlami_shows_the_pinterest_chain() -> None:
     files = {u["name"]: u for u in f["systemd"]["unit_files"]}
     assert files["ssh.service"]["preset"] == "enabled" and files["sshd.service"]["state"] == "alias"
     assert snap["host"]["az_id"] == "use1-az6" and snap["host"]["instance_type"] == "p4d.24xlarge"
+
+
+def test_unit_health_is_a_stable_reading_of_runtime_state() -> None:
+    from auditor.collect.parsers.systemd import unit_health
+
+    assert unit(snapshot_of("al2"), "ecs.service")["health"] == "restarting"  # journal restarts, auto-restart
+    assert unit(snapshot_of("ubuntu2004-dlami"), "ecs.service")["health"] == "active"  # systemd sees no restart
+    assert unit(snapshot_of("al2023"), "kubelet.service")["health"] == "restarting"  # NRestarts=1
+    # the moments a crash-looping unit passes through all read the same
+    assert {unit_health(a, s, 5) for a, s in [("activating", "auto-restart"), ("active", "running"),
+                                              ("activating", "start")]} == {"restarting"}
+    assert unit_health("failed", "failed", 5) == "failed"
+    assert unit_health("inactive", "dead", 0) == "inactive"
