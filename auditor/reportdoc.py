@@ -16,6 +16,7 @@ import jsonschema
 
 from . import REPORT_SCHEMA, __version__
 from .errors import InputError
+from .jsonload import load_json_file
 from .models import SEVERITIES, HostResult, Report
 
 
@@ -103,12 +104,6 @@ def validate_report(doc: dict[str, Any], path: str = "<report>") -> None:
 
 def load_report(path: str) -> dict[str, Any]:
     """Read a saved report JSON (for `ami-auditor report`), validated against its schema."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc}", path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
+    doc = load_json_file(path)
     validate_report(doc, path)
     return doc

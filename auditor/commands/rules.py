@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from ..compare.sources import load_snapshot_file
 from ..context import Env
-from ..errors import InputError
 from ..judge.engine import Judge
 from ..judge.rules import RuleSet, rule_files
 from ..judge.stage import add_rule_options, ruleset_from_args
@@ -50,19 +50,6 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
     return 0
 
 
-def _load_snapshot(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc}", path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("facts"), dict):
-        raise InputError("not a snapshot (no `facts`)", path)
-    return doc
-
-
 def run_check(args: argparse.Namespace, env: Env) -> int:
     own = {str(f) for f in rule_files([args.path], builtin=False)}
     builtin = {str(f.resolve()) for f in rule_files([], builtin=True)}
@@ -77,7 +64,7 @@ def run_check(args: argparse.Namespace, env: Env) -> int:
     if args.snapshot:
         judge = Judge(RuleSet(mine, ruleset.packs, ruleset.files))
         for path in args.snapshot:
-            snap = _load_snapshot(path)
+            snap = load_snapshot_file(path)
             findings = judge.judge(snap)
             env.out(f"{path} ({snap.get('name')}): {len(findings)} finding(s)")
             for f in findings:

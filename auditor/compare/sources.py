@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import jsonschema
 from .. import SNAPSHOT_SCHEMA
 from ..collect.schema import snapshot_json_schema
 from ..errors import InputError
+from ..jsonload import load_json_file
 
 
 @lru_cache(maxsize=1)
@@ -22,14 +22,7 @@ def _validator() -> jsonschema.Draft202012Validator:
 def load_snapshot_file(path: str | Path) -> dict[str, Any]:
     """A snapshot document from disk, validated against the snapshot schema."""
     p = str(path)
-    try:
-        text = Path(p).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", p) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", p, exc.lineno) from None
+    doc = load_json_file(p)
     if not isinstance(doc, dict) or doc.get("schema") != SNAPSHOT_SCHEMA:
         raise InputError(f"not a snapshot: expected \"schema\": \"{SNAPSHOT_SCHEMA}\"", p, 1)
     error = next(iter(_validator().iter_errors(doc)), None)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..reportdoc import validate_report
+from ..reportdoc import load_report
 
 PREFIX = "scan-"
 
@@ -23,14 +23,7 @@ def scan_files(directory: Path) -> list[Path]:
 
 def load_scan(path: Path) -> dict[str, Any]:
     """One saved report, validated; a corrupt file names itself."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON in history: {exc.msg}", str(path), exc.lineno) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc}", str(path)) from None
-    validate_report(doc, str(path))
-    return doc
+    return load_report(str(path))
 
 
 def latest_scan(directory: Path) -> dict[str, Any] | None:
