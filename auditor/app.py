@@ -43,12 +43,14 @@ def collect_ssm(
     specs: list[HostSpec],
     binaries: Iterable[str] = DEFAULT_BINARIES,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    notes: list[str] | None = None,
 ) -> list[HostResult]:
-    """All ssm:// hosts in one batch: one SendCommand per ≤ 50 instances (transport/ssm.py)."""
+    """All ssm:// hosts in one batch: one SendCommand per ≤ 50 instances, or one tag-targeted command
+    (transport/ssm.py); run-wide remarks go to `notes`."""
     from .transport.ssm import run_ssm_batch
 
     started = time.monotonic()
-    outcomes = run_ssm_batch(specs, probe_script(), validate_binaries(list(binaries)), deadline_s)
+    outcomes = run_ssm_batch(specs, probe_script(), validate_binaries(list(binaries)), deadline_s, notes)
     results = []
     for spec, outcome in zip(specs, outcomes):
         if isinstance(outcome, TransportError):
@@ -64,14 +66,17 @@ def collect_hosts(
     binaries: Iterable[str] = DEFAULT_BINARIES,
     deadline_s: float = DEFAULT_DEADLINE_S,
     progress: ProgressFn | None = None,
+    notes: list[str] | None = None,
 ) -> list[HostResult]:
-    """Collect many hosts with at most `parallel` at once; results keep the input order."""
+    """Collect many hosts with at most `parallel` at once; results keep the input order.
+
+    `notes` receives run-wide remarks (e.g. instances a tag-targeted SSM command also ran on)."""
     binaries = validate_binaries(list(binaries))
     results: list[HostResult | None] = [None] * len(specs)
     done = 0
     ssm = [i for i, spec in enumerate(specs) if spec.target.startswith("ssm://")]
     if ssm:
-        for index, result in zip(ssm, collect_ssm([specs[i] for i in ssm], binaries, deadline_s)):
+        for index, result in zip(ssm, collect_ssm([specs[i] for i in ssm], binaries, deadline_s, notes)):
             results[index] = result
             done += 1
             if progress:

@@ -20,6 +20,7 @@ from auditor.models import HostSpec
 from auditor.transport.ssm import SSMSettings
 from auditor.transport.ssm_document import DOCUMENT_NAME, decode_output, document_json, wrapper_script
 from tests.ssm_endpoint import AwsStandIns, canned_runner, local_runner
+from tests.ssm_endpoint.recorded import recorded_document_output
 
 FAST = SSMSettings(poll_interval_s=0.1)
 
@@ -53,10 +54,7 @@ def _reset(aws: AwsStandIns) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def recorded() -> str:
     """What the real document script prints on this machine (SSM_binaries as the agent would set it)."""
-    proc = subprocess.run(["/bin/sh", "-c", wrapper_script(probe_script())], capture_output=True, text=True,
-                          env={"SSM_binaries": " ".join(DEFAULT_BINARIES), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-                          check=True)
-    return proc.stdout
+    return recorded_document_output()
 
 
 def _big_output(recorded: str, noise_bytes: int = 60_000) -> str:

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
 
 from ..errors import InputError
 from ..models import HostSpec, SSHOptions
-from ..targets.ec2 import Discovery, discover, parse_filter
+from ..targets.ec2 import Discovery, discover, parse_filter, tag_targets
 from ..transport.ssm import RUN_SHELL_SCRIPT, SSMSettings
 from ..transport.ssm_document import DOCUMENT_NAME
 
 REGION_RE = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 DOC_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{3,128}$")
+# SendCommand's documented patterns for MaxConcurrency / MaxErrors
+CONCURRENCY_RE = re.compile(r"^([1-9][0-9]*|[1-9][0-9]%|[1-9]%|100%)$")
+ERRORS_RE = re.compile(r"^([1-9][0-9]*|0|[1-9][0-9]%|[0-9]%|100%)$")
+SSH_FILE_FLAGS = ("ssh_identity", "ssh_known_hosts", "ssh_config")
 
 
 def checked(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
@@ -38,8 +43,15 @@ def _positive(value: str) -> float:
     return number
 
 
+def _file(value: str) -> str:
+    path = os.path.expanduser(value)
+    if not os.path.isfile(path):
+        raise InputError(f"no such file: {value}")
+    return path
+
+
 def add_aws_options(parser: argparse.ArgumentParser) -> None:
-    """--ec2/--via/--ssh-address/--ssh-user, --region/--profile and the --ssm-* knobs."""
+    """--ec2/--via/--ssh-*, --region/--profile and the --ssm-* knobs."""
     g = parser.add_argument_group("AWS (EC2 discovery, SSM Run Command)")
     g.add_argument("--ec2", action="append", default=[], type=parse_filter, metavar="FILTER",
                    help="discover EC2 instances: tag:KEY=V[,V…], image-id=…, instance-state-name=… "
@@ -48,6 +60,10 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ssh-address", choices=("private", "public"), default="private",
                    help="with --via ssh: which IP address to use (default private)")
     g.add_argument("--ssh-user", metavar="USER", help="with --via ssh: login user (default: ssh_config / you)")
+    g.add_argument("--ssh-identity", type=_file, metavar="FILE", help="with --via ssh: private key file")
+    g.add_argument("--ssh-known-hosts", type=_file, metavar="FILE",
+                   help="with --via ssh: known_hosts file to verify host keys against (default ~/.ssh/known_hosts)")
+    g.add_argument("--ssh-config", type=_file, metavar="FILE", help="with --via ssh: ssh_config file")
     g.add_argument("--region", type=checked(REGION_RE, "region"), help="AWS region (default: AWS_REGION / profile)")
     g.add_argument("--profile", metavar="NAME", help="AWS profile (default: the normal credential chain)")
     g.add_argument("--ssm-document", type=checked(DOC_NAME_RE, "SSM document name"), default=DOCUMENT_NAME,
@@ -59,6 +75,12 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ssm-s3-prefix", default="ami-auditor", metavar="PREFIX", help="key prefix (default ami-auditor)")
     g.add_argument("--ssm-poll-interval", type=_positive, default=1.0, metavar="SECONDS",
                    help="first status poll after (grows to 5×, jittered; default 1)")
+    g.add_argument("--ssm-targets", action="store_true",
+                   help="with --ec2 tag:…: ONE SendCommand with the tags as Targets instead of instance-id batches")
+    g.add_argument("--ssm-max-concurrency", type=checked(CONCURRENCY_RE, "MaxConcurrency"), metavar="N|N%",
+                   help="with --ssm-targets: instances running the probe at once (default 50)")
+    g.add_argument("--ssm-max-errors", type=checked(ERRORS_RE, "MaxErrors"), metavar="N|N%",
+                   help="with --ssm-targets: SSM stops sending after more failures than this (default 10%%)")
 
 
 def ssm_settings(args: argparse.Namespace) -> SSMSettings:
@@ -67,16 +89,38 @@ def ssm_settings(args: argparse.Namespace) -> SSMSettings:
         document=None if getattr(args, "ssm_run_shell_script", False) else getattr(args, "ssm_document", DOCUMENT_NAME),
         s3_bucket=getattr(args, "ssm_s3_bucket", None), s3_prefix=getattr(args, "ssm_s3_prefix", "ami-auditor"),
         poll_interval_s=getattr(args, "ssm_poll_interval", 1.0),
+        max_concurrency=getattr(args, "ssm_max_concurrency", None) or "50",
+        max_errors=getattr(args, "ssm_max_errors", None) or "10%",
     )
+
+
+def check_aws_options(args: argparse.Namespace) -> None:
+    """Options that only mean something together (InputError otherwise, before AWS is called)."""
+    ec2_ssh = bool(getattr(args, "ec2", None)) and getattr(args, "via", "ssm") == "ssh"
+    for name in SSH_FILE_FLAGS:
+        if getattr(args, name, None) and not ec2_ssh:
+            raise InputError(f"--{name.replace('_', '-')} applies to --ec2 … --via ssh only "
+                             "(give inventory hosts SSH options in the inventory)")
+    targeted = getattr(args, "ssm_targets", False)
+    if targeted and (not getattr(args, "ec2", None) or args.via != "ssm"):
+        raise InputError("--ssm-targets needs --ec2 tag:KEY=… with --via ssm")
+    for name in ("ssm_max_concurrency", "ssm_max_errors"):
+        if getattr(args, name, None) and not targeted:
+            raise InputError(f"--{name.replace('_', '-')} needs --ssm-targets (instance-id batches run at once)")
 
 
 def discovered_hosts(args: argparse.Namespace, notes: list[str] | None = None) -> list[HostSpec]:
     """Run EC2 discovery when --ec2 was given (an InputError when nothing matches)."""
+    check_aws_options(args)
     filters = tuple(getattr(args, "ec2", None) or ())
     if not filters:
         return []
-    d = Discovery(filters, via=args.via, ssh_address=args.ssh_address,
-                  ssh=SSHOptions(user=args.ssh_user), ssm=ssm_settings(args))
+    settings = ssm_settings(args)
+    if getattr(args, "ssm_targets", False):
+        settings = replace(settings, targets=tag_targets(filters))
+    ssh = SSHOptions(user=args.ssh_user, identity_file=getattr(args, "ssh_identity", None),
+                     known_hosts=getattr(args, "ssh_known_hosts", None), ssh_config=getattr(args, "ssh_config", None))
+    d = Discovery(filters, via=args.via, ssh_address=args.ssh_address, ssh=ssh, ssm=settings)
     specs, left_out = discover(d)
     if notes is not None:
         notes.extend(left_out)

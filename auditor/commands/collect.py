@@ -24,8 +24,10 @@ def run(args: argparse.Namespace, env: Env) -> int:
     out = Path(args.out)
     results = collect_hosts(
         specs, parallel=args.parallel, binaries=args.binary or DEFAULT_BINARIES,
-        deadline_s=args.deadline, progress=progress_printer(env),
+        deadline_s=args.deadline, progress=progress_printer(env), notes=args.notes,
     )
+    for note in args.notes:
+        env.err(f"note: {note}")
     for result in results:
         if result.snapshot is not None:
             write_json(out / f"{file_stem(result.name)}.json", result.snapshot)

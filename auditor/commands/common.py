@@ -12,7 +12,7 @@ from ..collect.probe import DEFAULT_BINARIES
 from ..context import Env
 from ..errors import InputError
 from ..models import HostResult, HostSpec
-from .aws_options import add_aws_options, discovered_hosts, with_ssm_settings
+from .aws_options import add_aws_options, check_aws_options, discovered_hosts, with_ssm_settings
 
 
 def add_target_options(parser: argparse.ArgumentParser) -> None:
@@ -33,11 +33,13 @@ def resolve_specs(args: argparse.Namespace) -> list[HostSpec]:
     """Hosts from targets and inventories; duplicate names are an input error."""
     from ..targets.inventory import load_inventory, targets_from_args
 
+    check_aws_options(args)
     specs: list[HostSpec] = list(targets_from_args(args.targets))
     for path in args.inventory:
         specs.extend(load_inventory(path))
+    args.notes = getattr(args, "notes", None) or []
     if getattr(args, "ec2", None):  # after every input file is validated: discovery calls AWS
-        args.ec2_hosts = discovered_hosts(args)
+        args.ec2_hosts = discovered_hosts(args, args.notes)
     extra = getattr(args, "ec2_hosts", None)
     if extra:
         specs.extend(extra)

@@ -52,9 +52,9 @@ def run(args: argparse.Namespace, env: Env) -> int:
     specs = resolve_specs(args)
     results = collect_hosts(
         specs, parallel=args.parallel, binaries=args.binary or DEFAULT_BINARIES,
-        deadline_s=args.deadline, progress=progress_printer(env),
+        deadline_s=args.deadline, progress=progress_printer(env), notes=args.notes,
     )
-    report = Report(hosts=results, generated_at=now_iso(), fail_on=args.fail_on)
+    report = Report(hosts=results, generated_at=now_iso(), fail_on=args.fail_on, notes=list(args.notes))
     snapshots = [r.snapshot for r in results if r.snapshot is not None]
     for name in ("judge", "history", "compare"):
         _stage(name).apply(prepared[name], report, snapshots)

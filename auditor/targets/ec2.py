@@ -16,7 +16,14 @@ from typing import Any
 
 from ..errors import InputError, TransportError
 from ..models import HostSpec, SSHOptions
-from ..transport.ssm import SSMSettings, aws_clients, error_for_aws, ping_statuses
+from ..transport.ssm import (
+    MAX_TARGET_KEYS,
+    MAX_TARGET_VALUES,
+    SSMSettings,
+    aws_clients,
+    error_for_aws,
+    ping_statuses,
+)
 
 SERVER_FILTERS = (
     "image-id", "instance-state-name", "instance-type", "instance-id", "tag-key", "tag-value", "vpc-id",
@@ -76,6 +83,27 @@ def server_filters(filters: tuple[Ec2Filter, ...]) -> list[dict[str, Any]]:
     if not any(f.name == "instance-state-name" for f in filters):
         out.append({"Name": "instance-state-name", "Values": ["running"]})
     return out
+
+
+def tag_targets(filters: tuple[Ec2Filter, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """SendCommand `Targets` equivalent to these filters (InputError when SSM cannot express them).
+
+    Only `tag:KEY=…` filters (≤ 5 keys, ≤ 50 values each) and the default `instance-state-name=running`
+    translate: any other filter would let SSM run the probe on instances discovery filtered out.
+    """
+    tags = tuple((f.name, f.values) for f in filters if f.name.startswith("tag:"))
+    others = [f"{f.name}={','.join(f.values)}" for f in filters
+              if not f.name.startswith("tag:") and (f.name, f.values) != ("instance-state-name", ("running",))]
+    if not tags or others:
+        raise InputError("--ssm-targets sends SSM the --ec2 tag:KEY=… filters as Targets; SSM cannot express "
+                         + (f"{', '.join(others)} (drop --ssm-targets to send instance ids)" if others
+                            else "a scan without a tag filter"))
+    if len(tags) > MAX_TARGET_KEYS:
+        raise InputError(f"--ssm-targets: SSM takes at most {MAX_TARGET_KEYS} tag keys, not {len(tags)}")
+    for name, values in tags:
+        if len(values) > MAX_TARGET_VALUES:
+            raise InputError(f"--ssm-targets: SSM takes at most {MAX_TARGET_VALUES} values for {name}")
+    return tags
 
 
 def describe_instances(ec2: Any, filters: list[dict[str, Any]], page_size: int | None = None) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""Run the probe through AWS Systems Manager Run Command (boto3), one SendCommand per ≤ 50 instances.
+"""Run the probe through AWS Systems Manager Run Command (boto3), one SendCommand per ≤ 50 instances,
+or (settings.targets, `--ssm-targets`) ONE SendCommand with tag `Targets`, MaxConcurrency and MaxErrors.
 
 Quirks handled here (FIELD-NOTES §8): botocore does not check SendCommand's 50-id limit, so batches
 are cut here; only instances whose agent is `Online` are sent a command (one unmanaged id fails a
@@ -6,7 +7,9 @@ whole SendCommand); `TimeoutSeconds` (delivery) and `executionTimeout` are alway
 own (jittered, growing interval, a deadline) — not the ~100 s waiter; a missing invocation right
 after SendCommand means "not yet"; StandardOutputContent keeps 24,000 characters, so the document
 compresses its output and a cut stream is detected (full output read from S3 when a bucket is set);
-throttling is retried by botocore's adaptive mode.
+throttling is retried by botocore's adaptive mode. Tag-targeted commands: SSM resolves the tag itself,
+so an expected instance it never invoked is found out with ListCommands once the command is terminal,
+and instances it invoked that discovery did not return are left out of the results (a note names them).
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ import math
 import random
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -28,6 +31,9 @@ from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
 from .ssm_document import DOCUMENT_NAME, decode_output, document_probe_sha256, probe_sha256, wrapper_script
 
 MAX_IDS_PER_COMMAND = 50  # SendCommand's documented limit; botocore does not enforce it
+MAX_TARGET_KEYS = 5  # SendCommand Targets: ≤ 5 keys, ≤ 50 values each (botocore checks neither)
+MAX_TARGET_VALUES = 50
+MAX_DELIVERY_TIMEOUT_S = 2_592_000
 MIN_DELIVERY_TIMEOUT_S = 30  # SendCommand TimeoutSeconds minimum
 RUN_SHELL_SCRIPT = "AWS-RunShellScript"
 Outcome = CommandResult | TransportError
@@ -43,6 +49,10 @@ class SSMSettings:
     s3_bucket: str | None = None
     s3_prefix: str = "ami-auditor"
     poll_interval_s: float = 1.0  # first poll; grows ×1.5 up to 5× this, each jittered ±30 %
+    # tag targets (("tag:KEY", (values…)), …): one SendCommand with Targets; () = InstanceIds batches
+    targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    max_concurrency: str = "50"  # Targets mode only: SSM's MaxConcurrency (N or N%)
+    max_errors: str = "10%"  # Targets mode only: SSM's MaxErrors (N or N%)
 
 
 def settings_of(spec: HostSpec) -> SSMSettings:
@@ -76,6 +86,13 @@ def aws_clients(region: str | None, profile: str | None, *names: str) -> list[An
         raise TransportError("no AWS region: give --region, ssm://i-…?region=…, or set AWS_REGION") from None
     except BotoCoreError as exc:
         raise TransportError(f"AWS client: {exc}") from None
+
+
+def rate_count(value: str, total: int, at_least: int = 0) -> int:
+    """An SSM rate control (`10` or `10%`) as a count of `total` targets."""
+    if value.endswith("%"):
+        return max(at_least, total * int(value[:-1]) // 100)
+    return max(at_least, int(value))
 
 
 def chunks(items: list[str], size: int = MAX_IDS_PER_COMMAND) -> Iterator[list[str]]:
@@ -164,6 +181,18 @@ def ping_statuses(ssm: Any, instance_ids: list[str]) -> dict[str, str]:
     return found
 
 
+@dataclass
+class Sent:
+    """One sent command: the instances still awaited, when to give up, and (Targets mode) what SSM did."""
+
+    ids: set[str]
+    deadline: float
+    targeted: bool = False
+    known: frozenset[str] = frozenset()  # Targets mode: every instance discovery returned
+    extra: set[str] = field(default_factory=set)  # Targets mode: invoked, but not returned by discovery
+    rounds: int = 0  # polling rounds that read the invocation list
+
+
 class SSMBatch:
     """One run of a script on many instances that share settings (region, profile, document, bucket)."""
 
@@ -178,6 +207,7 @@ class SSMBatch:
         self.ssm, self.s3 = clients or aws_clients(settings.region, settings.profile, "ssm", "s3")
         self.sleep = sleep
         self.poll_error = ""
+        self.notes: list[str] = []
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -202,17 +232,31 @@ class SSMBatch:
                 managed = state and state != "NotManaged"
                 why = f"SSM agent {state}" if managed else "not a managed instance (no SSM agent registered)"
                 out[iid] = Unreachable(f"{why}; no command sent")
-        pending: dict[str, tuple[set[str], float]] = {}
-        for batch in chunks(online):
+        grace = max(10.0, self.deadline_s / 4)
+        pending: dict[str, Sent] = {}
+        if self.settings.targets and online:
+            waves = self.waves(len(online))
             try:
-                command_id = self.send(batch)
-            except Exception as exc:  # noqa: BLE001 - the batch's hosts get the error, the rest go on
-                err = error_for_aws(exc, "SendCommand")
-                out.update(dict.fromkeys(batch, err))
-                continue
-            pending[command_id] = (set(batch), time.monotonic() + self.deadline_s + max(10.0, self.deadline_s / 4))
+                command_id = self.send_targets(waves)
+            except Exception as exc:  # noqa: BLE001
+                out.update(dict.fromkeys(online, error_for_aws(exc, "SendCommand")))
+            else:
+                pending[command_id] = Sent(set(online), time.monotonic() + waves * self.deadline_s + grace,
+                                           targeted=True, known=frozenset(instance_ids))
+        else:
+            for batch in chunks(online):
+                try:
+                    command_id = self.send(batch)
+                except Exception as exc:  # noqa: BLE001 - the batch's hosts get the error, the rest go on
+                    out.update(dict.fromkeys(batch, error_for_aws(exc, "SendCommand")))
+                    continue
+                pending[command_id] = Sent(set(batch), time.monotonic() + self.deadline_s + grace)
         out.update(self.poll(pending))
         return out
+
+    def waves(self, expected: int) -> int:
+        """How many rounds of MaxConcurrency instances the expected targets take (≥ 1)."""
+        return max(1, math.ceil(expected / rate_count(self.settings.max_concurrency, expected, at_least=1)))
 
     def check_document(self) -> None:
         """The installed document must embed this very script (else its output would not parse)."""
@@ -233,12 +277,26 @@ class SSMBatch:
             )
 
     def send(self, instance_ids: list[str]) -> str:
+        """SendCommand for ≤ 50 instance ids; returns the command id."""
         assert 0 < len(instance_ids) <= MAX_IDS_PER_COMMAND
-        kwargs: dict[str, Any] = {
-            "InstanceIds": instance_ids,
-            "TimeoutSeconds": self.delivery_timeout,
-            "Comment": "ami-auditor probe (read-only)",
-        }
+        return self.ssm.send_command(InstanceIds=instance_ids, **self.command_kwargs(self.delivery_timeout))[
+            "Command"]["CommandId"]
+
+    def send_targets(self, waves: int) -> str:
+        """ONE SendCommand with the tag Targets, MaxConcurrency and MaxErrors; returns the command id.
+
+        Delivery timeout covers the waves MaxConcurrency makes: a queued invocation must still start.
+        """
+        targets = [{"Key": key, "Values": list(values)} for key, values in self.settings.targets]
+        assert 0 < len(targets) <= MAX_TARGET_KEYS and all(len(t["Values"]) <= MAX_TARGET_VALUES for t in targets)
+        delivery = min(MAX_DELIVERY_TIMEOUT_S, max(self.delivery_timeout, waves * self.exec_timeout))
+        kwargs = self.command_kwargs(delivery)
+        return self.ssm.send_command(Targets=targets, MaxConcurrency=self.settings.max_concurrency,
+                                     MaxErrors=self.settings.max_errors, **kwargs)["Command"]["CommandId"]
+
+    def command_kwargs(self, delivery_timeout: int) -> dict[str, Any]:
+        """SendCommand's arguments other than what it targets: document, parameters, timeouts, S3."""
+        kwargs: dict[str, Any] = {"TimeoutSeconds": delivery_timeout, "Comment": "ami-auditor probe (read-only)"}
         if self.settings.document is None:
             kwargs["DocumentName"] = RUN_SHELL_SCRIPT
             kwargs["Parameters"] = {"commands": wrapper_script(self.script, self.args).splitlines(),
@@ -251,9 +309,9 @@ class SSMBatch:
         if self.settings.s3_bucket:
             kwargs["OutputS3BucketName"] = self.settings.s3_bucket
             kwargs["OutputS3KeyPrefix"] = self.settings.s3_prefix
-        return self.ssm.send_command(**kwargs)["Command"]["CommandId"]
+        return kwargs
 
-    def poll(self, pending: dict[str, tuple[set[str], float]]) -> dict[str, Outcome]:
+    def poll(self, pending: dict[str, Sent]) -> dict[str, Outcome]:
         """Poll each command (ListCommandInvocations) until every instance is terminal or its deadline passes."""
         out: dict[str, Outcome] = {}
         last: dict[str, str] = {}
@@ -263,22 +321,58 @@ class SSMBatch:
                 self.sleep(interval * random.uniform(0.7, 1.3))
                 interval = min(interval * 1.5, self.settings.poll_interval_s * 5)
                 for command_id in list(pending):
-                    ids, deadline = pending[command_id]
-                    done = [iid for iid, status in self.statuses(command_id, last) if iid in ids and status]
+                    sent = pending[command_id]
+                    rows = self.statuses(command_id, last)
+                    done = [iid for iid, terminal in rows or () if iid in sent.ids and terminal]
                     fetched = pool.map(lambda iid, c=command_id: (iid, self.fetch(c, iid)), done)
                     for iid, outcome in fetched:
                         if outcome is not None:
                             out[iid] = outcome
-                            ids.discard(iid)
-                    if ids and time.monotonic() > deadline:
-                        out.update(self.give_up(command_id, ids, last))
-                        ids.clear()
-                    if not ids:
+                            sent.ids.discard(iid)
+                    if sent.targeted and rows is not None:
+                        sent.extra.update(iid for iid, _ in rows if iid not in sent.known)
+                        listed = {iid for iid, _ in rows}
+                        sent.rounds += 1
+                        # everything awaited is unlisted: is the command done? (not while nothing is listed
+                        # yet — right after SendCommand — unless that lasts 3 rounds: no instance matched)
+                        if sent.ids and not sent.ids & listed and (listed or sent.rounds >= 3):
+                            out.update(self.never_invoked(command_id, sent.ids))
+                    if sent.ids and time.monotonic() > sent.deadline:
+                        out.update(self.give_up(command_id, sent.ids, last, whole=sent.targeted))
+                        sent.ids.clear()
+                    if not sent.ids:
                         del pending[command_id]
+                        if sent.extra:
+                            self.notes.append(self.extra_note(command_id, sent.extra))
         return out
 
-    def statuses(self, command_id: str, last: dict[str, str]) -> Iterable[tuple[str, bool]]:
-        """(instance id, terminal?) for the invocations SSM shows so far; missing ones are "not yet"."""
+    def never_invoked(self, command_id: str, ids: set[str]) -> dict[str, Outcome]:
+        """Once a tag-targeted command is terminal (ListCommands), the instances SSM never invoked: unreachable."""
+        try:
+            [command] = self.ssm.list_commands(CommandId=command_id)["Commands"]
+        except Exception as exc:  # noqa: BLE001 - not known yet; the deadline still applies
+            self.poll_error = "{}: {}".format(*_aws_error(exc))
+            return {}
+        if _norm(command.get("Status")) not in TERMINAL:
+            return {}
+        shown = " ".join(f"{k}={','.join(v)}" for k, v in self.settings.targets)
+        why = Unreachable(f"SSM never ran command {command_id} on this instance: it was not among the "
+                          f"{command.get('TargetCount', '?')} instances SSM resolved for {shown} (command "
+                          f"{command.get('Status')}/{command.get('StatusDetails')}); tags changed since "
+                          "discovery, or the agent is not registered under this id")
+        found = dict.fromkeys(ids, why)
+        ids.clear()
+        return found
+
+    @staticmethod
+    def extra_note(command_id: str, extra: set[str]) -> str:
+        shown = ", ".join(sorted(extra)[:10]) + (", …" if len(extra) > 10 else "")
+        return (f"SSM command {command_id} also ran on {len(extra)} instance(s) EC2 discovery did not return "
+                f"({shown}): tagged or launched after discovery, or not EC2 (mi-…); not in this report")
+
+    def statuses(self, command_id: str, last: dict[str, str]) -> list[tuple[str, bool]] | None:
+        """(instance id, terminal?) for the invocations SSM shows so far (missing ones are "not yet");
+        None when a page could not be read (retried next round)."""
         token = None
         rows: list[tuple[str, bool]] = []
         while True:
@@ -289,7 +383,7 @@ class SSMBatch:
                 page = self.ssm.list_command_invocations(**kwargs)
             except Exception as exc:  # noqa: BLE001 - retried by botocore already; try again next round
                 self.poll_error = "{}: {}".format(*_aws_error(exc))
-                return rows
+                return None
             for inv in page.get("CommandInvocations", []):
                 last[inv["InstanceId"]] = f"{inv.get('Status')}/{inv.get('StatusDetails')}"
                 rows.append((inv["InstanceId"], _norm(inv.get("Status")) in TERMINAL))
@@ -323,7 +417,11 @@ class SSMBatch:
         status = _norm(inv.get("Status"))
         usable = decoded.framed and bool(decoded.stdout.strip())
         if status != "success" and (status != "failed" or not usable):
-            return status_error(inv) or TransportError(f"SSM status {inv.get('Status')}")
+            err = status_error(inv) or TransportError(f"SSM status {inv.get('Status')}")
+            if self.settings.targets and _norm(inv.get("StatusDetails")) == "terminated":
+                err = TransportError(f"{err} — not run: SSM stopped sending the command once more than "
+                                     f"MaxErrors={self.settings.max_errors} invocations had failed")
+            return err
         if not decoded.framed:
             return TransportError(f"SSM output was not produced by the ami-auditor wrapper: {stdout[:120]!r}")
         if decoded.truncated:
@@ -342,21 +440,23 @@ class SSMBatch:
         body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         return body.decode("utf-8", "replace")
 
-    def give_up(self, command_id: str, ids: set[str], last: dict[str, str]) -> dict[str, Outcome]:
-        """Past the deadline: cancel what still runs (best effort) and report a timeout with the last status."""
+    def give_up(self, command_id: str, ids: set[str], last: dict[str, str], whole: bool = False) -> dict[str, Outcome]:
+        """Past the deadline: cancel what still runs (best effort; `whole`: the entire tag-targeted command)
+        and report a timeout with the last status."""
         with contextlib.suppress(Exception):  # cancelling is a courtesy
-            self.ssm.cancel_command(CommandId=command_id, InstanceIds=sorted(ids))
+            self.ssm.cancel_command(CommandId=command_id, **({} if whole else {"InstanceIds": sorted(ids)}))
         return {iid: ProbeTimeout(f"no SSM result within {self.deadline_s:.0f}s (+grace); last status "
                                   f"{last.get(iid, 'not yet visible')}; command {command_id} cancelled"
                                   + (f"; last polling error {self.poll_error}" if self.poll_error else ""))
                 for iid in ids}
 
 
-def run_ssm_batch(specs: list[HostSpec], script: str, args: list[str],
-                  deadline_s: float = DEFAULT_DEADLINE_S) -> list[Outcome]:
-    """Run `script` on every ssm:// spec: one SendCommand per ≤ 50 instances per settings group.
+def run_ssm_batch(specs: list[HostSpec], script: str, args: list[str], deadline_s: float = DEFAULT_DEADLINE_S,
+                  notes: list[str] | None = None) -> list[Outcome]:
+    """Run `script` on every ssm:// spec: one SendCommand per ≤ 50 instances per settings group (or one
+    tag-targeted SendCommand when the group's settings carry targets).
 
-    Returns one outcome per spec, in order. Never raises for a host's failure.
+    Returns one outcome per spec, in order; adds run-wide remarks to `notes`. Never raises for a host's failure.
     """
     groups: dict[SSMSettings, tuple[SSMSettings, list[int]]] = {}
     for index, spec in enumerate(specs):
@@ -367,7 +467,10 @@ def run_ssm_batch(specs: list[HostSpec], script: str, args: list[str],
         ids = [instance_id_of(specs[i]) for i in indexes]
         known = {iid: specs[i].options["ssm_ping"] for i, iid in zip(indexes, ids) if specs[i].options.get("ssm_ping")}
         try:
-            results = SSMBatch(settings, script, args, deadline_s).run(list(dict.fromkeys(ids)), known)
+            batch = SSMBatch(settings, script, args, deadline_s)
+            results = batch.run(list(dict.fromkeys(ids)), known)
+            if notes is not None:
+                notes.extend(batch.notes)
         except TransportError as exc:
             results = dict.fromkeys(ids, exc)
         for i, iid in zip(indexes, ids):

@@ -44,7 +44,7 @@ class AwsStandIns:
             os.environ.pop(key, None)
         self.ec2 = boto3.client("ec2", region_name=REGION)
         self.s3 = boto3.client("s3", region_name=REGION)
-        self.endpoint = SSMEndpoint(region=REGION, s3=self.s3, **self.endpoint_options)
+        self.endpoint = SSMEndpoint(region=REGION, s3=self.s3, ec2=self.ec2, **self.endpoint_options)
         os.environ["AWS_ENDPOINT_URL_SSM"] = self.endpoint.start()
         self.ssm = boto3.client("ssm", region_name=REGION)
         return self

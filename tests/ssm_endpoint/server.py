@@ -5,13 +5,20 @@ DescribeInstanceInformation (FIELD-NOTES §8), so tests talk real HTTP (boto3, b
 `X-Amz-Target: AmazonSSM.<Operation>`) to this server instead. It really runs the command's script —
 on a test-fleet host (through `Fleet.exec`, as the SSM agent would run it as root on the instance) or
 locally with /bin/sh — and enforces SSM's documented limits:
-- SendCommand: ≤ 50 InstanceIds (ValidationException), TimeoutSeconds 30…2592000, parameters checked
+- SendCommand: ≤ 50 InstanceIds (ValidationException), or `Targets` (≤ 5 keys, ≤ 50 values each;
+  `tag:KEY` resolved against the instance's registry tags, else its EC2 tags on the moto server;
+  `InstanceIds`; `tag-key`) — never both; MaxConcurrency (never more invocations running at once;
+  queued ones still bound by TimeoutSeconds → Delivery Timed Out) and MaxErrors (Failed and Execution
+  Timed Out count, Undeliverable / Delivery Timed Out do not; once errors exceed it no further
+  invocation is sent: they end Failed/"Terminated", as the API reference defines that detail);
+  TimeoutSeconds 30…2592000, parameters checked
   against the document (`allowedPattern`, unknown names → InvalidParameters), unmanaged ids →
   InvalidInstanceId; `ENV_VAR` parameters exported as `SSM_<name>`, `{{ name }}` substituted;
 - GetCommandInvocation: InvocationDoesNotExist for a window right after SendCommand; output empty
   until terminal; StandardOutputContent cut at 24,000 characters, StandardErrorContent at 8,000;
   full output uploaded to S3 (the moto server) when OutputS3BucketName is given;
 - ListCommandInvocations: MaxResults ≤ 50 with NextToken; invocations not yet visible are left out;
+- ListCommands (by CommandId): Status terminal once every invocation is, TargetCount, counts;
 - statuses per instance on demand: Undeliverable, delivery TimedOut, execution TimedOut (the script
   is really killed at executionTimeout), Terminated, Failed (a non-zero exit);
 - ThrottlingException on demand; every call counted per operation.
@@ -37,6 +44,8 @@ from typing import Any
 STDOUT_CAP = 24_000
 STDERR_CAP = 8_000
 MAX_IDS = 50
+MAX_TARGET_KEYS = 5
+_RATE = re.compile(r"^([1-9][0-9]*|0|[1-9][0-9]?%|100%|0%)$")
 TERMINAL = {"Success", "Failed", "TimedOut", "Cancelled"}
 _REF = re.compile(r"\{\{\s*([A-Za-z0-9_.:-]+)\s*\}\}")
 
@@ -95,6 +104,7 @@ class Instance:
     ping: str = "Online"
     behaviour: str = "run"  # run | undeliverable | offline (delivery times out) | terminated
     delay_s: float = 0.0  # time the script takes before it really runs (counts against executionTimeout)
+    tags: dict[str, str] | None = None  # tags SSM resolves Targets against; None: the EC2 (moto) tags
 
 
 @dataclass
@@ -114,6 +124,32 @@ class Invocation:
     not_yet_gets: int = 0
 
 
+@dataclass
+class Command:
+    """A sent command's rate controls and the state its dispatcher keeps."""
+
+    command_id: str
+    ids: list[str]
+    max_concurrency: int
+    max_errors: int
+    delivery_timeout: int
+    sent_at: float
+    request: dict[str, Any]
+    running: int = 0
+    peak: int = 0
+    errors: int = 0
+    cond: threading.Condition = field(default_factory=threading.Condition)
+
+
+def rate(value: str, total: int, default: str, at_least: int) -> int:
+    """MaxConcurrency / MaxErrors (`N` or `N%` of the targets) as a count."""
+    value = value or default
+    if not _RATE.match(value):
+        raise ApiError("ValidationException", f"'{value}' failed to satisfy the rate-control pattern")
+    n = total * int(value[:-1]) // 100 if value.endswith("%") else int(value)
+    return max(at_least, n)
+
+
 class ApiError(Exception):
     def __init__(self, code: str, message: str, status: int = 400):
         super().__init__(message)
@@ -126,6 +162,7 @@ class SSMEndpoint:
 
     region: str = "us-east-1"
     s3: Any = None  # a boto3 S3 client (the moto server) for OutputS3BucketName uploads
+    ec2: Any = None  # a boto3 EC2 client (the moto server): instance tags for tag Targets
     visibility_lag_s: float = 0.3  # InvocationDoesNotExist window after SendCommand
     not_yet_gets: int = 0  # extra InvocationDoesNotExist answers per invocation (eventual consistency)
     workers: int = 8
@@ -134,6 +171,8 @@ class SSMEndpoint:
     default_version: dict[str, int] = field(default_factory=dict)
     invocations: dict[tuple[str, str], Invocation] = field(default_factory=dict)
     commands: dict[str, list[str]] = field(default_factory=dict)
+    command_info: dict[str, Command] = field(default_factory=dict)
+    executed: Counter = field(default_factory=Counter)  # instance id → scripts really started
     calls: Counter = field(default_factory=Counter)
     errors: Counter = field(default_factory=Counter)
     sent_commands: list[dict[str, Any]] = field(default_factory=list)
@@ -141,6 +180,7 @@ class SSMEndpoint:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._stopped = False
         self._pool = ThreadPoolExecutor(max_workers=self.workers)
         self._server: ThreadingHTTPServer | None = None
 
@@ -179,6 +219,10 @@ class SSMEndpoint:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def stop(self) -> None:
+        self._stopped = True
+        for cmd in list(self.command_info.values()):
+            with cmd.cond:
+                cmd.cond.notify_all()
         if self._server:
             self._server.shutdown()
             self._server.server_close()
@@ -307,11 +351,46 @@ class SSMEndpoint:
 
     # commands
 
+    def _resolve(self, targets: list[dict[str, Any]]) -> list[str]:
+        """The managed instances matching every target (values of one key OR-ed), sorted."""
+        if len(targets) > MAX_TARGET_KEYS:
+            raise ApiError("ValidationException", f"1 validation error detected: Value at 'targets' failed to satisfy "
+                                                  f"constraint: Member must have length less than or equal to "
+                                                  f"{MAX_TARGET_KEYS}")
+        for t in targets:
+            key, values = t.get("Key") or "", t.get("Values") or []
+            if not values or len(values) > MAX_IDS:
+                raise ApiError("ValidationException", f"target {key}: 1 to {MAX_IDS} values")
+            if not (key.startswith("tag:") and len(key) > 4) and key not in ("InstanceIds", "tag-key"):
+                raise ApiError("InvalidTarget", f"target key {key} is not supported for Run Command")
+        ec2_tags: dict[str, dict[str, str]] = {}
+        if self.ec2 is not None and any(i.tags is None for i in self.instances.values()):
+            for page in self.ec2.get_paginator("describe_instances").paginate():
+                for r in page["Reservations"]:
+                    for i in r["Instances"]:
+                        ec2_tags[i["InstanceId"]] = {t["Key"]: t["Value"] for t in i.get("Tags") or []}
+
+        def matches(iid: str, inst: Instance) -> bool:
+            tags = inst.tags if inst.tags is not None else ec2_tags.get(iid, {})
+            for t in targets:
+                key, values = t["Key"], t["Values"]
+                if key == "InstanceIds":
+                    ok = iid in values
+                elif key == "tag-key":
+                    ok = any(v in tags for v in values)
+                else:
+                    ok = tags.get(key[4:]) in values
+                if not ok:
+                    return False
+            return True
+
+        return [iid for iid, inst in sorted(self.instances.items()) if matches(iid, inst)]
+
     def op_SendCommand(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
         ids = req.get("InstanceIds") or []
-        if req.get("Targets"):
-            raise ApiError("ValidationException", "Targets are not supported by this test endpoint")
-        if not ids:
+        if req.get("Targets") and ids:
+            raise ApiError("ValidationException", "specify InstanceIds or Targets, not both")
+        if not ids and not req.get("Targets"):
             raise ApiError("ValidationException", "InstanceIds or Targets required")
         if len(ids) > MAX_IDS:
             raise ApiError("ValidationException", f"1 validation error detected: Value '{ids}' at 'instanceIds' "
@@ -325,21 +404,63 @@ class SSMEndpoint:
         unknown = [i for i in ids if i not in self.instances]
         if unknown:
             raise ApiError("InvalidInstanceId", f"Instances {unknown} not in a valid state for account")
+        if req.get("Targets"):
+            ids = self._resolve(req["Targets"])
         command_id = str(uuid.uuid4())
         now = time.monotonic()
+        cmd = Command(command_id, list(ids), rate(req.get("MaxConcurrency", ""), len(ids), "50", 1),
+                      rate(req.get("MaxErrors", ""), len(ids), "0", 0), timeout, now, req)
         s3 = (req.get("OutputS3BucketName"), req.get("OutputS3KeyPrefix") or "")
         step = doc["mainSteps"][0]["name"]
+        invs = []
         with self._lock:
             self.sent_commands.append(req)
             self.commands[command_id] = list(ids)
+            self.command_info[command_id] = cmd
             for iid in ids:
                 inv = Invocation(command_id, iid, req["DocumentName"], now + self.visibility_lag_s,
                                  not_yet_gets=self.not_yet_gets)
                 self.invocations[(command_id, iid)] = inv
-                self._pool.submit(self._execute, inv, script, env, exec_timeout, timeout, s3, step)
+                invs.append(inv)
+        threading.Thread(target=self._dispatch, args=(cmd, invs, script, env, exec_timeout, s3, step),
+                         daemon=True).start()
         return {"Command": {"CommandId": command_id, "DocumentName": req["DocumentName"],
-                            "DocumentVersion": str(version), "InstanceIds": ids, "Status": "Pending",
-                            "TimeoutSeconds": timeout, "TargetCount": len(ids)}}
+                            "DocumentVersion": str(version), "InstanceIds": req.get("InstanceIds") or [],
+                            "Targets": req.get("Targets") or [], "Status": "Pending", "TimeoutSeconds": timeout,
+                            "TargetCount": len(ids), "MaxConcurrency": req.get("MaxConcurrency", "50"),
+                            "MaxErrors": req.get("MaxErrors", "0")}}
+
+    def _dispatch(self, cmd: Command, invs: list[Invocation], script: str, env: dict[str, str],
+                  exec_timeout: float, s3: tuple[str | None, str], step: str) -> None:
+        """Send the invocations in order, ≤ MaxConcurrency at once; stop sending once errors exceed MaxErrors."""
+        for inv in invs:
+            with cmd.cond:
+                cmd.cond.wait_for(lambda: cmd.running < cmd.max_concurrency or self._stopped)
+                if self._stopped:
+                    return
+                if inv.status in TERMINAL:  # cancelled before it was sent
+                    continue
+                if cmd.errors > cmd.max_errors:
+                    self._finish(inv, "Failed", "Terminated", -1)
+                    continue
+                if time.monotonic() - cmd.sent_at > cmd.delivery_timeout:
+                    self._finish(inv, "TimedOut", "Delivery Timed Out", -1)
+                    continue
+                cmd.running += 1
+                cmd.peak = max(cmd.peak, cmd.running)
+            self._pool.submit(self._run_one, cmd, inv, script, env, exec_timeout, s3, step)
+
+    def _run_one(self, cmd: Command, inv: Invocation, script: str, env: dict[str, str], exec_timeout: float,
+                 s3: tuple[str | None, str], step: str) -> None:
+        try:
+            self._execute(inv, script, env, exec_timeout, cmd.delivery_timeout, s3, step)
+        finally:
+            with cmd.cond:
+                counts = inv.status == "Failed" and inv.details not in ("Undeliverable", "Terminated")
+                if counts or inv.details == "Execution Timed Out":
+                    cmd.errors += 1
+                cmd.running -= 1
+                cmd.cond.notify_all()
 
     def _render(self, doc: dict[str, Any], given: dict[str, list[str]]) -> tuple[str, dict[str, str], float]:
         params = doc.get("parameters") or {}
@@ -387,7 +508,10 @@ class SSMEndpoint:
         if inst.behaviour == "terminated":
             return self._finish(inv, "Failed", "Terminated", -1)
         with self._lock:
+            if inv.status in TERMINAL:  # cancelled while queued
+                return None
             inv.status, inv.details, inv.started = "InProgress", "In Progress", time.monotonic()
+            self.executed[inv.instance_id] += 1
         try:
             if inst.delay_s >= exec_timeout:
                 time.sleep(exec_timeout)
@@ -450,6 +574,32 @@ class SSMEndpoint:
         if start + max_results < len(rows):
             out["NextToken"] = str(start + max_results)
         return out
+
+    def op_ListCommands(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        command_id = req.get("CommandId")
+        if command_id not in self.commands:
+            raise ApiError("InvalidCommandId", f"{command_id}")
+        cmd = self.command_info[command_id]
+        with self._lock:
+            rows = [self.invocations[(command_id, i)] for i in cmd.ids]
+            done = [r for r in rows if r.status in TERMINAL]
+            if len(done) < len(rows):
+                status = details = "InProgress" if any(r.status != "Pending" for r in rows) else "Pending"
+            elif not rows:
+                status, details = "Success", "No Instances In Tag"
+            elif all(r.status == "Success" for r in rows):
+                status = details = "Success"
+            elif any(r.status == "Cancelled" for r in rows):
+                status = details = "Cancelled"
+            else:
+                status, details = "Failed", "Failed" if cmd.errors > cmd.max_errors else "Incomplete"
+        req_ = cmd.request
+        return {"Commands": [{
+            "CommandId": command_id, "DocumentName": req_["DocumentName"], "Status": status,
+            "StatusDetails": details, "TargetCount": len(rows), "CompletedCount": len(done),
+            "ErrorCount": cmd.errors, "MaxConcurrency": req_.get("MaxConcurrency", "50"),
+            "MaxErrors": req_.get("MaxErrors", "0"), "Targets": req_.get("Targets") or [],
+            "InstanceIds": req_.get("InstanceIds") or [], "TimeoutSeconds": cmd.delivery_timeout}]}
 
     def op_CancelCommand(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
         command_id = req["CommandId"]
