@@ -160,11 +160,16 @@ s_cgroups() {
   echo '--- proc_cgroups'
   catf /proc/cgroups
   echo '--- v1_live'
+  # v1 hierarchies only (they have a `tasks` file); one walk for all, following the top-level links
+  # (cpu -> cpu,cpuacct) with -H. O(live cgroups); never touches memory.stat.
+  v1=
   for c in memory pids cpu cpuacct blkio devices freezer cpuset; do
-    d=/sys/fs/cgroup/$c
-    [ -d "$d" ] && [ "$(stat -fc %T "$d" 2>/dev/null)" = cgroupfs ] || continue
-    printf '%s %s\n' "$c" "$(T 20 find "$d" -type d 2>/dev/null | wc -l)"
+    [ -f "/sys/fs/cgroup/$c/tasks" ] && v1="$v1 $c"
   done
+  if [ -n "$v1" ]; then
+    # shellcheck disable=SC2086  # $v1 is a list of fixed controller names
+    (cd /sys/fs/cgroup && T 20 find -H $v1 -type d 2>/dev/null) | awk -F/ '{n[$1]++} END {for (c in n) print c, n[c]}'
+  fi
   echo '--- v2_stat'
   if [ -r /sys/fs/cgroup/cgroup.stat ]; then
     for f in /sys/fs/cgroup/cgroup.stat /sys/fs/cgroup/*.slice/cgroup.stat \
