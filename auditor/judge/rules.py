@@ -29,7 +29,7 @@ from ..collect.schema import FactSpec, fact_tree
 from ..errors import InputError
 from ..models import SEVERITIES
 from ..resources import builtin_rules_dir
-from ..yamlload import LineDict, LineList, load_yaml_file
+from ..yamlload import LineDict, LineList, load_yaml_file, reject_unknown_keys
 from .params import Override, coerce, plain, substitute
 from .paths import PathError, Reads, analyze, element, root_spec
 from .templates import TemplateError, compile_title
@@ -124,10 +124,7 @@ def _read_pack(path: Path) -> Pack:
     if not isinstance(doc, LineDict):
         raise InputError("a rule file is a mapping with `rules:` (and optional pack, description, params)", where,
                          getattr(doc, "line", 1))
-    unknown = sorted(set(doc) - PACK_KEYS)
-    if unknown:
-        raise InputError(f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(PACK_KEYS))})", where,
-                         doc.line_of(unknown[0]))
+    reject_unknown_keys(doc, PACK_KEYS, where)
     name = _str(doc, "pack", where, path.stem)
     if not ID_RE.match(name):
         raise InputError(f"pack name {name!r} must be lower-case letters, digits, . _ -", where, doc.line_of("pack"))
@@ -207,10 +204,7 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
     where, line = pack.source, pack.raw_rules.line_of(index)
     if not isinstance(node, LineDict):
         raise InputError("each rule must be a mapping", where, line)
-    unknown = sorted(set(node) - RULE_KEYS)
-    if unknown:
-        raise InputError(f"unknown key {unknown[0]!r} in rule (allowed: {', '.join(sorted(RULE_KEYS))})", where,
-                         node.line_of(unknown[0]))
+    reject_unknown_keys(node, RULE_KEYS, where, "rule")
     for key in REQUIRED:
         if key not in node:
             raise InputError(f"rule is missing {key!r}", where, node.line)

@@ -20,7 +20,7 @@ from fnmatch import fnmatchcase
 
 from ..errors import InputError
 from ..models import Finding
-from ..yamlload import LineDict, LineList, load_yaml_file
+from ..yamlload import LineDict, LineList, load_yaml_file, reject_unknown_keys
 
 KEYS = {"rule", "hosts", "labels", "item", "reason", "expires"}
 
@@ -73,10 +73,7 @@ def _strings(node: LineDict, key: str, path: str) -> tuple[str, ...]:
 def _waiver(node: object, path: str, line: int, rule_ids: set[str] | None) -> Waiver:
     if not isinstance(node, LineDict):
         raise InputError("each waiver must be a mapping", path, line)
-    unknown = sorted(set(node) - KEYS)
-    if unknown:
-        raise InputError(f"unknown key {unknown[0]!r} in waiver (allowed: {', '.join(sorted(KEYS))})", path,
-                         node.line_of(unknown[0]))
+    reject_unknown_keys(node, KEYS, path, "waiver")
     for key in ("rule", "reason", "expires"):
         if not node.get(key):
             raise InputError(f"waiver is missing {key!r}", path, node.line)
