@@ -60,7 +60,7 @@ def test_password_login_is_refused(fleet: Fleet) -> None:
     out = fleet.exec("a1", ["sshd", "-T", "-C", "user=root,host=x,addr=127.0.0.1"], check=True).stdout
     conf = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
     assert conf["passwordauthentication"] == "no"
-    assert conf["listenaddress"] == "127.0.2.11:22"
+    assert conf["listenaddress"] == f"{fleet.host('a1').address}:22"
 
 
 def test_machine_ids_differ(fleet: Fleet) -> None:

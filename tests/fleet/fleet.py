@@ -29,7 +29,13 @@ import yaml
 
 from . import builder
 
-STATE_ROOT = Path(os.environ.get("AMI_AUDITOR_FLEET_STATE") or "/var/tmp/ami-auditor-fleet")
+# AMI_AUDITOR_FLEET_NET=N puts the fleet on 127.0.N.x (extra hosts on 127.0.N+1.x) with its own state
+# root and lock, so several checkouts on one machine can each run a fleet (default 2: 127.0.2.x).
+NET = int(os.environ.get("AMI_AUDITOR_FLEET_NET") or "2")
+if not 2 <= NET <= 250:
+    raise ValueError("AMI_AUDITOR_FLEET_NET: 2..250")
+STATE_ROOT = Path(os.environ.get("AMI_AUDITOR_FLEET_STATE")
+                  or ("/var/tmp/ami-auditor-fleet" if NET == 2 else f"/var/tmp/ami-auditor-fleet-net{NET}"))
 PAYLOAD = Path(__file__).with_name("payload")
 AMI_ID = "ami-0c7217cdde317cfec"
 REGION = "us-east-1"
@@ -59,22 +65,22 @@ class HostSpec:
 
 
 SCENARIO: tuple[HostSpec, ...] = (
-    HostSpec("golden", "127.0.2.10", {"az": "us-east-1a", "role": "golden"}),
-    HostSpec("a1", "127.0.2.11", {"az": "us-east-1a"}),
-    HostSpec("a2", "127.0.2.12", {"az": "us-east-1a"}, enabled_units=(EXTRA_UNIT,)),
-    HostSpec("a3", "127.0.2.13", {"az": "us-east-1a"}),
-    HostSpec("b1", "127.0.2.21", {"az": "us-east-1b"}, enabled_units=("ecs.service",), kubelet="upstream"),
-    HostSpec("b2", "127.0.2.22", {"az": "us-east-1b"}, enabled_units=("ecs.service",), kubelet="upstream"),
-    HostSpec("b3", "127.0.2.23", {"az": "us-east-1b"}, enabled_units=("ecs.service",), kubelet="upstream"),
+    HostSpec("golden", f"127.0.{NET}.10", {"az": "us-east-1a", "role": "golden"}),
+    HostSpec("a1", f"127.0.{NET}.11", {"az": "us-east-1a"}),
+    HostSpec("a2", f"127.0.{NET}.12", {"az": "us-east-1a"}, enabled_units=(EXTRA_UNIT,)),
+    HostSpec("a3", f"127.0.{NET}.13", {"az": "us-east-1a"}),
+    HostSpec("b1", f"127.0.{NET}.21", {"az": "us-east-1b"}, enabled_units=("ecs.service",), kubelet="upstream"),
+    HostSpec("b2", f"127.0.{NET}.22", {"az": "us-east-1b"}, enabled_units=("ecs.service",), kubelet="upstream"),
+    HostSpec("b3", f"127.0.{NET}.23", {"az": "us-east-1b"}, enabled_units=("ecs.service",), kubelet="upstream"),
 )
 AZ_B_HOSTS = tuple(h.name for h in SCENARIO if h.az == "us-east-1b")
 
 
 def extra_hosts(n: int) -> list[HostSpec]:
-    """`n` benchmark hosts x01..xNN on 127.0.3.N, cloned like a1."""
+    """`n` benchmark hosts x01..xNN on 127.0.NET+1.N, cloned like a1."""
     if not 0 <= n <= 250:
         raise ValueError("extra hosts: 0..250")
-    return [HostSpec(f"x{i:02d}", f"127.0.3.{i}", {"az": "us-east-1a"}) for i in range(1, n + 1)]
+    return [HostSpec(f"x{i:02d}", f"127.0.{NET + 1}.{i}", {"az": "us-east-1a"}) for i in range(1, n + 1)]
 
 
 @dataclass
@@ -530,7 +536,7 @@ class Fleet:
             self._lock_file = None
 
     def _take_lock(self) -> None:
-        """One fleet per machine at a time (they would share 127.0.2.x:22): wait for the lock."""
+        """One fleet per machine at a time (they would share 127.0.NET.x:22): wait for the lock."""
         STATE_ROOT.mkdir(parents=True, exist_ok=True)
         lock = open(STATE_ROOT / ".lock", "a+")  # noqa: SIM115 - held for the fleet's lifetime
         wait = float(os.environ.get("AMI_AUDITOR_FLEET_LOCK_WAIT", "900"))
