@@ -28,7 +28,7 @@ def _binary(snap: dict, name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def fleet_snapshots(fleet, tmp_path_factory) -> dict[str, dict]:
-    fleet.wait_crashloop(timeout=60)
+    fleet.wait_crashloop()
     out_dir = tmp_path_factory.mktemp("snaps")
     out = io.StringIO()
     code = main(["collect", "-i", str(fleet.inventory_path), "-o", str(out_dir)],

@@ -26,7 +26,7 @@ def cli(*argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def scanned(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    fleet.wait_crashloop(min_restarts=3, timeout=90)
+    fleet.wait_crashloop()
     work = tmp_path_factory.mktemp("compare-fleet")
     golden = work / "golden.yaml"
     code, _, err = cli("baseline", "capture", "-i", str(fleet.inventory_path), "--host", "golden", "-o", str(golden))

@@ -36,7 +36,7 @@ def test_a_testcase_per_host_and_rule_and_failures_only_on_az_b() -> None:
             assert (host["name"], rule) in got
     failed = {key for key, kind in got.items() if kind == "failure"}
     assert failed == {(h, r) for h in ("b1", "b2", "b3")
-                      for r in ("systemd.unit-crashloop", "ecs.agent-without-cluster", "baseline drift")}
+                      for r in ("systemd.unit-crash-looping", "systemd.ecs-enabled-without-cluster", "baseline drift")}
 
 
 def test_unreachable_host_is_an_error_for_every_rule_never_a_pass() -> None:
@@ -48,9 +48,9 @@ def test_unreachable_host_is_an_error_for_every_rule_never_a_pass() -> None:
 def test_waived_is_skipped_and_below_fail_on_passes_with_output() -> None:
     xml = render(fleet())
     got = outcomes(xml)
-    assert got[("a1", "kernel.thp-not-madvise")] == "skipped"
-    assert got[("b1", "binaries.kubelet-source")] == "passed"  # medium < high
-    case = ET.fromstring(xml).find(".//testcase[@classname='b1'][@name='binaries.kubelet-source']")
+    assert got[("a1", "kernel.thp-mode")] == "skipped"
+    assert got[("b1", "provenance.source-not-allowlisted")] == "passed"  # medium < high
+    case = ET.fromstring(xml).find(".//testcase[@classname='b1'][@name='provenance.source-not-allowlisted']")
     assert "dl.k8s.io" in case.findtext("system-out")
 
 
@@ -71,7 +71,7 @@ def test_fail_on_moves_the_bar() -> None:
     doc = fleet()
     doc["fail_on"] = "medium"
     got = outcomes(render(doc))
-    assert got[("b1", "binaries.kubelet-source")] == "failure"
+    assert got[("b1", "provenance.source-not-allowlisted")] == "failure"
     doc["fail_on"] = None  # scan without a bar: nothing fails
     assert "failure" not in outcomes(render(doc)).values()
 
@@ -85,7 +85,7 @@ def test_hostile_text_round_trips_and_control_characters_stay_valid_xml() -> Non
     assert root.find(f"testsuite[@name='{HOSTILE_HOST}']") is not None
     messages = [f.get("message") for f in root.iter("failure")]
     assert "esc \\x1b[31mred\\x1b[0m & <b>\\x00 (+1 more)" in messages  # two failing findings, one case
-    evidence = root.find(".//testcase[@classname='b1'][@name='systemd.unit-crashloop']/failure").text
+    evidence = root.find(".//testcase[@classname='b1'][@name='systemd.unit-crash-looping']/failure").text
     assert "<img src=x onerror=alert(1)>" in evidence
 
 
@@ -103,5 +103,5 @@ def test_junitparser_reads_the_same_outcomes(tmp_path: Path) -> None:
                 bucket = {Failure: failed, Error: errored, Skipped: skipped}[type(result)]
                 bucket.add((case.classname, case.name))
     assert {host for host, _ in failed} == {"b1", "b2", "b3"}
-    assert (HOSTILE_HOST, "systemd.unit-crashloop") in errored
-    assert skipped == {("a1", "kernel.thp-not-madvise")}
+    assert (HOSTILE_HOST, "systemd.unit-crash-looping") in errored
+    assert skipped == {("a1", "kernel.thp-mode")}

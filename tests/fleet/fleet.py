@@ -722,9 +722,14 @@ class Fleet:
                 raise TimeoutError(f"{name}: {what} not reached within {timeout:.0f} s")
             time.sleep(interval)
 
-    def wait_crashloop(self, names: Sequence[str] = AZ_B_HOSTS, min_restarts: int = 1,
-                       timeout: float = 60.0) -> dict[str, int]:
-        """Wait until ecs.service has NRestarts >= `min_restarts` on `names`; returns the counts."""
+    def wait_crashloop(self, names: Sequence[str] = AZ_B_HOSTS, min_restarts: int | None = None,
+                       timeout: float = 90.0) -> dict[str, int]:
+        """Wait until ecs.service has NRestarts >= `min_restarts` on `names`; returns the counts.
+
+        The default is what the built-in crash-loop rule needs (read from its pack, not a copy), so a
+        test that scans right after this wait sees the finding even on a slow, loaded machine."""
+        if min_restarts is None:
+            min_restarts = crashloop_threshold()
         counts: dict[str, int] = {}
 
         def restarted(fleet: Fleet, h: Host) -> bool:
@@ -760,6 +765,13 @@ class Fleet:
 # ---------------------------------------------------------------------------------------------
 # the scenario written into each host
 # ---------------------------------------------------------------------------------------------
+
+def crashloop_threshold() -> int:
+    """`crashloop_min_restarts` of the built-in systemd pack, as the product loads it."""
+    from auditor.judge.rules import load_rules
+
+    return int(load_rules(builtin=True).packs["systemd"].params["crashloop_min_restarts"])
+
 
 def _instance_id(name: str) -> str:
     return "i-0" + hashlib.sha256(name.encode()).hexdigest()[:16]
