@@ -11,14 +11,49 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # make `tests.fleet` importable
 
+from tests import reliability  # noqa: E402
 from tests.fleet import Fleet, unavailable_reason  # noqa: E402
+
+IN_CI = os.environ.get("CI") == "true"
+# Which reliability suite a test belongs to, by folder (for the end-of-run summary).
+_SUITES = {"bad_input": "bad input", "faults": "fault", "fuzz": "fuzz"}
+_failed_by_suite: dict[str, int] = {}
+
+
+def _suite_of(nodeid: str) -> str | None:
+    parts = nodeid.split("/")
+    return _SUITES.get(parts[1]) if len(parts) > 2 and parts[0] == "tests" else None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """With CI=true a skipped test is a failure: CI installs everything, so a skip hides a broken setup."""
+    outcome = yield
+    report = outcome.get_result()
+    if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"CI=true: a skipped test is a failure here ({reason})"
+    if report.failed:
+        suite = _suite_of(report.nodeid)
+        if suite:
+            _failed_by_suite[suite] = _failed_by_suite.get(suite, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    """The reliability summary: fault cases, bad-input kinds, fuzz examples, crashes, results lost."""
+    lines = reliability.summary_lines(_failed_by_suite)
+    if lines:
+        terminalreporter.section("reliability summary")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def _fleet_or_skip() -> None:
     """Skip (fail under CI=true) when this machine cannot run the fleet."""
     reason = unavailable_reason()
     if reason:
-        if os.environ.get("CI") == "true":
+        if IN_CI:
             pytest.fail(f"CI=true but the test fleet cannot run: {reason}", pytrace=False)
         pytest.skip(reason)
 
