@@ -37,8 +37,8 @@ def _is_leaf(decl: Any) -> bool:
 
 def _build(path: str, decl: dict[str, Any], inherited_volatile: bool = False) -> FactSpec:
     if not _is_leaf(decl):  # a plain group of fields
-        children = {k: _build(f"{path}.{k}" if path else k, v, inherited_volatile) for k, v in decl.items()}
-        return FactSpec(path, "object", volatile=inherited_volatile, children=children)
+        group = {k: _build(f"{path}.{k}" if path else k, v, inherited_volatile) for k, v in decl.items()}
+        return FactSpec(path, "object", volatile=inherited_volatile, children=group)
     volatile = bool(decl.get("volatile")) or inherited_volatile
     kind = decl["type"]
     children: dict[str, FactSpec] = {}

@@ -115,7 +115,7 @@ def drift_view(baseline: Baseline, view: NormalView) -> list[Difference]:
         if _area(path) in view.unknown or baseline.ignored(path):
             continue
         collection, key, _ = split_path(path)
-        if collection is not None:
+        if collection is not None and key is not None:
             listed.setdefault(collection, set()).add(key)
         have = view.flat.get(path, _MISSING)
         if have is not _MISSING:

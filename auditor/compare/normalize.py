@@ -101,6 +101,7 @@ def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any], parts: lis
 def _walk_list(spec: FactSpec, rows: list, path: str, out: dict[str, Any], parts: list | None) -> None:
     """Lists of rows, memoized by their sorted stable content: a fleet has few distinct unit/package lists."""
     getter = _stable_getter(spec)
+    memo_key: tuple[str, tuple[Any, ...]] | None
     try:
         memo_key = (path, tuple(sorted(map(getter, rows) if getter else rows)))
         hit = _list_memo.get(memo_key)

@@ -23,12 +23,13 @@ def growth_per_hour(before: dict[str, Any], after: dict[str, Any], host: str) ->
     """
     old = next((h for h in before["hosts"] if h["name"] == host), None)
     new = next((h for h in after["hosts"] if h["name"] == host), None)
-    if not old or not new or _dying(old) is None or _dying(new) is None:
+    dying_old, dying_new = (_dying(old), _dying(new)) if old and new else (None, None)
+    if dying_old is None or dying_new is None:
         return None
     hours = (parse_time(after["generated_at"]) - parse_time(before["generated_at"])).total_seconds() / 3600
     if hours <= 0:
         return None
-    return max(_dying(new) - _dying(old), 0) / hours
+    return max(dying_new - dying_old, 0) / hours
 
 
 def finding_keys(doc: dict[str, Any]) -> set[tuple[str, str, str]]:
