@@ -1,58 +1,101 @@
-"""Command-line entry point: parse arguments, call one function per command, map errors to exit codes."""
+"""Command-line entry point: parse arguments, call one function per command, map errors to exit codes.
+
+Exit codes (exitcodes.py, README): 0 clean, 1 findings, 2 bad input, 3 incomplete, 4 internal error.
+An unexpected exception is reported in one line (the traceback only with `ami-auditor --debug …`),
+never as exit 1, so a CI gate can tell a crash from a failed audit.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import re
 import sys
+import traceback
+from typing import Protocol
 
 from . import __version__, exitcodes
+from .commands import baseline, collect, diff, history, report, rules, scan, ssm
 from .context import Env
 from .errors import AuditorError, InputError
+from .targets.inventory import redact_urls
 
-# Command modules under auditor/commands/, in help order. Each has register(subparsers).
-COMMANDS = ("collect", "scan", "baseline", "diff", "report", "rules", "ssm", "history")
+
+class CommandModule(Protocol):
+    """A module under auditor/commands/ that adds its subcommand(s) to the parser."""
+
+    def register(self, sub: argparse._SubParsersAction) -> None: ...
+
+
+# Imported explicitly (a missing module is an ImportError at start-up, never a silently absent command).
+COMMANDS: tuple[CommandModule, ...] = (collect, scan, baseline, diff, report, rules, ssm, history)
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_MAX_INTERNAL_MESSAGE = 300
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's exit 2 is our "bad usage" too
+    def error(self, message: str) -> None:  # type: ignore[override]  # argparse's exit 2 is our "bad usage" too
         raise InputError(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ami-auditor", description="Audit Linux cloud hosts and AMIs for drift.")
     parser.add_argument("--version", action="version", version=f"ami-auditor {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an internal error (exit 4), print the traceback (give before COMMAND)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f".commands.{name}", __package__)
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__package__}.commands.{name}":
-                continue  # command not built yet
-            raise
-        try:
-            module.register(sub)
-        except ModuleNotFoundError as exc:  # a stage the command needs is not built yet
-            if not (exc.name or "").startswith(f"{__package__}."):
-                raise
+    for module in COMMANDS:
+        module.register(sub)
     return parser
+
+
+def _wants_debug(argv: list[str]) -> bool:
+    """`--debug` among the global options (before the command), known even if parsing fails."""
+    for arg in argv:
+        if arg == "--debug":
+            return True
+        if not arg.startswith("-"):
+            return False
+    return False
+
+
+def clean(text: str) -> str:
+    """A message safe for the terminal: URL passwords redacted, control characters escaped."""
+    text = redact_urls(text)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def internal_error_line(exc: BaseException) -> str:
+    """`ami-auditor: internal error: TypeError: … (run with --debug for the traceback)` — one line."""
+    message = " ".join(clean(str(exc)).split())
+    if len(message) > _MAX_INTERNAL_MESSAGE:
+        message = message[:_MAX_INTERNAL_MESSAGE] + "…"
+    detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return f"ami-auditor: internal error: {detail} (run with --debug for the traceback)"
 
 
 def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     env = env or Env()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _wants_debug(argv)
     try:
         args = build_parser().parse_args(argv)
         return int(args.func(args, env))
     except InputError as exc:
-        env.err(f"ami-auditor: error: {exc}")
+        env.err(f"ami-auditor: error: {clean(str(exc))}")
         return exitcodes.BAD_INPUT
     except AuditorError as exc:  # the cloud API or a host could not be reached: nothing was audited
-        env.err(f"ami-auditor: error: {exc}")
+        env.err(f"ami-auditor: error: {clean(str(exc))}")
         return exitcodes.INCOMPLETE
     except KeyboardInterrupt:
         env.err("ami-auditor: interrupted")
         return 130
+    except Exception as exc:  # noqa: BLE001 - anything else is a bug: exit 4, never 1 ("findings")
+        if debug:
+            env.err(clean("".join(traceback.format_exception(exc))).rstrip("\n"))
+        env.err(internal_error_line(exc))
+        return exitcodes.INTERNAL
 
 
 if __name__ == "__main__":

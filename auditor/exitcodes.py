@@ -1,4 +1,4 @@
-"""Exit codes (README documents them). Precedence when several apply: 2 > 1 > 3 > 0."""
+"""Exit codes (README documents them). Precedence when several apply: 2 > 1 > 3 > 0; 4 is a crash."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ OK = 0
 FINDINGS = 1  # findings at or above --fail-on
 BAD_INPUT = 2  # bad usage or bad input file; nothing written
 INCOMPLETE = 3  # some hosts not reached (unreachable, auth, host key, timeout, error)
+INTERNAL = 4  # an unexpected exception (a bug): one line on stderr, the traceback with --debug
 
 
 def combine(findings_failed: bool, incomplete: bool) -> int:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
 from .. import exitcodes
 from ..app import collect_host
+from ..atomicio import check_writable_file, write_text_atomic
 from ..collect.probe import DEFAULT_BINARIES
 from ..compare.baseline import load_baseline
 from ..compare.capture import capture, render
@@ -50,6 +52,8 @@ def _snapshot(args: argparse.Namespace, env: Env) -> dict | int:
 
 
 def run_capture(args: argparse.Namespace, env: Env) -> int:
+    if args.out != "-":
+        check_writable_file(Path(args.out), "-o/--out")  # before any host is contacted
     snapshot = _snapshot(args, env)
     if isinstance(snapshot, int):
         return snapshot
@@ -63,14 +67,10 @@ def run_capture(args: argparse.Namespace, env: Env) -> int:
         env.stdout.write(text)
         return exitcodes.OK
     out = Path(args.out)
-    tmp = out.with_name(out.name + ".tmp")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp.write_text(text, encoding="utf-8")
-    try:
-        load_baseline(str(tmp))  # what we write must load back
-    except InputError:
-        tmp.unlink()
-        raise
-    tmp.replace(out)
+    with tempfile.TemporaryDirectory(prefix="ami-auditor-baseline.") as scratch:
+        check = Path(scratch) / out.name
+        check.write_text(text, encoding="utf-8")
+        load_baseline(str(check))  # what we write must load back (checked away from --out)
+    write_text_atomic(out, text)
     env.out(f"baseline of {source['host']}: {len(expect)} facts → {out}")
     return exitcodes.OK

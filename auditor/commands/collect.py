@@ -7,21 +7,30 @@ from pathlib import Path
 
 from .. import exitcodes
 from ..app import collect_hosts
+from ..atomicio import check_writable_dir
 from ..collect.probe import DEFAULT_BINARIES
 from ..context import Env
+from .checks import unique_stems
 from .common import add_target_options, file_stem, one_line, progress_printer, resolve_specs, write_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("collect", help="collect a snapshot of each host (one round trip per host)")
     add_target_options(p)
-    p.add_argument("-o", "--out", default="snapshots", metavar="DIR", help="where to write NAME.json")
+    p.add_argument("-o", "--out", default="snapshots", metavar="DIR",
+                   help="where to write NAME.json (names that sanitise alike get -<sha256[:8]>)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
     specs = resolve_specs(args)
     out = Path(args.out)
+    check_writable_dir(out, "--out")  # before any host is contacted
+    stems = unique_stems([s.name for s in specs], file_stem)
+    for spec in specs:
+        if stems[spec.name] != file_stem(spec.name):
+            env.err(f"note: {spec.name!r} is written as {stems[spec.name]}.json "
+                    f"(another host's name also sanitises to {file_stem(spec.name)}.json)")
     results = collect_hosts(
         specs, parallel=args.parallel, binaries=args.binary or DEFAULT_BINARIES,
         deadline_s=args.deadline, progress=progress_printer(env), notes=args.notes,
@@ -30,7 +39,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
         env.err(f"note: {note}")
     for result in results:
         if result.snapshot is not None:
-            write_json(out / f"{file_stem(result.name)}.json", result.snapshot)
+            write_json(out / f"{stems[result.name]}.json", result.snapshot)
         env.out(one_line(result))
     reached = sum(r.status == "ok" for r in results)
     env.out(f"{reached}/{len(results)} hosts collected; snapshots in {out}/")

@@ -8,11 +8,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..atomicio import write_text_atomic
 from ..collect.probe import DEFAULT_BINARIES
 from ..context import Env
 from ..errors import InputError
 from ..models import HostResult, HostSpec
 from .aws_options import add_aws_options, check_aws_options, discovered_hosts, with_ssm_settings
+from .checks import MAX_DEADLINE_S, MAX_PARALLEL, bounded_float, bounded_int
 
 
 def add_target_options(parser: argparse.ArgumentParser) -> None:
@@ -21,9 +23,10 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
                         help="local, ssh://[user@]host[:port], ssm://i-…[?region=…], image:///path")
     parser.add_argument("-i", "--inventory", action="append", default=[], metavar="FILE",
                         help="inventory YAML (hosts, labels, SSH options); repeatable")
-    parser.add_argument("--parallel", type=int, default=8, metavar="N", help="hosts at once (default 8)")
-    parser.add_argument("--deadline", type=float, default=60.0, metavar="SECONDS",
-                        help="wall-clock limit per host (default 60)")
+    parser.add_argument("--parallel", type=bounded_int(1, MAX_PARALLEL), default=8, metavar="N",
+                        help=f"hosts at once, 1-{MAX_PARALLEL} (default 8)")
+    parser.add_argument("--deadline", type=bounded_float(0.0, MAX_DEADLINE_S), default=60.0, metavar="SECONDS",
+                        help=f"wall-clock limit per host, at most {MAX_DEADLINE_S:.0f} (default 60)")
     parser.add_argument("--binary", action="append", default=None, metavar="NAME",
                         help=f"key binary to fingerprint (repeatable; default: {', '.join(DEFAULT_BINARIES)})")
     add_aws_options(parser)
@@ -34,9 +37,9 @@ def resolve_specs(args: argparse.Namespace) -> list[HostSpec]:
     from ..targets.inventory import load_inventory, targets_from_args
 
     check_aws_options(args)
-    specs: list[HostSpec] = list(targets_from_args(args.targets))
+    specs: list[HostSpec] = list(targets_from_args(args.targets, check_paths=True))
     for path in args.inventory:
-        specs.extend(load_inventory(path))
+        specs.extend(load_inventory(path, check_paths=True))
     args.notes = getattr(args, "notes", None) or []
     if getattr(args, "ec2", None):  # after every input file is validated: discovery calls AWS
         args.ec2_hosts = discovered_hosts(args, args.notes)
@@ -65,11 +68,8 @@ def file_stem(name: str) -> str:
 
 
 def write_json(path: Path, doc: Any) -> None:
-    """Write JSON atomically (temp file + rename) so a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    """Write JSON atomically (unique temp file in the same directory + rename; removed on failure)."""
+    write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=False) + "\n")
 
 
 def progress_printer(env: Env):

@@ -21,6 +21,7 @@ from ..compare.sources import load_snapshot_file
 from ..context import Env
 from ..errors import InputError
 from ..models import HostSpec
+from .checks import MAX_DEADLINE_S, bounded_float
 
 Side = Baseline | dict[str, Any] | HostSpec
 
@@ -31,25 +32,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b", metavar="B", help="the same kinds as A")
     p.add_argument("-i", "--inventory", action="append", default=[], metavar="FILE",
                    help="inventory YAML: lets A/B name its hosts (and gives their SSH options)")
-    p.add_argument("--deadline", type=float, default=60.0, metavar="SECONDS", help="per live host (default 60)")
+    p.add_argument("--deadline", type=bounded_float(0.0, MAX_DEADLINE_S), default=60.0, metavar="SECONDS",
+                   help="per live host (default 60)")
     p.add_argument("--json", action="store_true", help="print the differences as a JSON list")
     p.set_defaults(func=run)
 
 
 def _side(text: str, inventory: dict[str, HostSpec]) -> Side:
     """Classify one operand and load it (files are validated before any host is contacted)."""
-    from ..targets.inventory import targets_from_args
+    from ..targets.inventory import safe_target, targets_from_args
 
     if text in inventory:
         return inventory[text]
     path = Path(text)
     if path.suffix in (".json", ".yaml", ".yml") or path.is_file():
         if not path.is_file():
-            raise InputError("no such file", text)
+            raise InputError("no such file", safe_target(text))
         if path.suffix == ".json":
             return load_snapshot_file(path)
         return load_baseline(text)
-    return next(iter(targets_from_args([text])))
+    return next(iter(targets_from_args([text], check_paths=True)))
 
 
 def _collect(spec: HostSpec, deadline: float, env: Env) -> dict[str, Any] | None:
@@ -77,7 +79,7 @@ def _show(value: Any) -> str:
 def run(args: argparse.Namespace, env: Env) -> int:
     from ..targets.inventory import load_inventory
 
-    inventory = {s.name: s for path in args.inventory for s in load_inventory(path)}
+    inventory = {s.name: s for path in args.inventory for s in load_inventory(path, check_paths=True)}
     sides = [_side(args.a, inventory), _side(args.b, inventory)]
     loaded: list[Baseline | dict[str, Any]] = []
     for side in sides:

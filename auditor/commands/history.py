@@ -10,12 +10,14 @@ from ..context import Env
 from ..errors import InputError
 from ..history.store import load_scan, scan_files
 from ..history.trends import summarize
+from .checks import bounded_int
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("history", help="trends over scans saved with `scan --history DIR`")
     p.add_argument("directory", metavar="DIR")
-    p.add_argument("--last", type=int, default=0, metavar="N", help="only the last N scans (default all)")
+    p.add_argument("--last", type=bounded_int(0, 10**6), default=0, metavar="N",
+                   help="only the last N scans (default 0: all)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 

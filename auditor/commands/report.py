@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from .. import exitcodes
+from ..atomicio import check_writable_dir, write_text_atomic
 from ..context import Env
 from ..errors import InputError
 from ..render import RENDERERS
@@ -41,14 +42,15 @@ def run(args: argparse.Namespace, env: Env) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError("--out must be a directory", str(out))
+    check_writable_dir(out, "--out")
     source = Path(args.report).resolve()
     targets = [(out / f"{REPORT_STEM}.{ext}", text) for ext, text in rendered]
     if any(path.resolve() == source for path, _ in targets):
         raise InputError("would overwrite the report being read; choose another --out", args.report)
-    out.mkdir(parents=True, exist_ok=True)
+    for path, _ in targets:
+        if path.is_dir():
+            raise InputError("is a directory; cannot write the report there", str(path))
     for path, text in targets:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, text)
         env.out(str(path))
     return exitcodes.OK

@@ -16,7 +16,9 @@ from ..app import collect_hosts
 from ..collect.probe import DEFAULT_BINARIES
 from ..collect.snapshot import now_iso
 from ..context import Env
+from ..history.stage import GROWTH_RULE
 from ..models import SEVERITIES, Report, severity_rank
+from .checks import check_host_keys
 from .common import add_target_options, one_line, progress_printer, resolve_specs
 
 # Order matters: judge before compare (symptom ranking reads findings), render last.
@@ -48,8 +50,16 @@ def failing(report: Report) -> bool:
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
-    prepared = {name: _stage(name).prepare(args) for name in STAGES}
-    specs = resolve_specs(args)
+    prepared: dict[str, Any] = {}
+    for name in STAGES:  # every input validated before any host is contacted or file written
+        prepared[name] = _stage(name).prepare(args)
+        if name == "judge":  # --symptom RULE must be one of these
+            args.known_rule_ids = frozenset(prepared[name].ruleset.ids()) | {GROWTH_RULE}
+    specs = resolve_specs(args)  # with --ec2, discovery (an API call, no host contacted) gives the labels
+    plan = prepared["compare"]
+    check_host_keys([(opt, key) for opt, key in (("--group-by", plan.group_by),
+                                                  ("--symptom", plan.symptom.key if plan.symptom else None)) if key],
+                    specs)
     results = collect_hosts(
         specs, parallel=args.parallel, binaries=args.binary or DEFAULT_BINARIES,
         deadline_s=args.deadline, progress=progress_printer(env), notes=args.notes,

@@ -8,7 +8,9 @@ content) and fills report.drift, report.baseline, report.comparison and report.s
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
+from difflib import get_close_matches
 
 from ..errors import InputError
 from ..models import Report
@@ -68,21 +70,41 @@ def _check_key(key: str, option: str) -> str:
     return key
 
 
+_RULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+MAX_TOP = 1000
+
+
+def _check_symptom(text: str, known_rules: frozenset[str] | None) -> Symptom:
+    """`RULE_ID` (one of the loaded rules) or `KEY=VALUE` (a fact path in the schema, or a label)."""
+    symptom = Symptom.parse(text)
+    if symptom.key is not None:
+        if not symptom.key:
+            raise InputError(f"--symptom {text!r}: KEY=VALUE needs a key (a label or a facts.… path)")
+        _check_key(symptom.key, "--symptom")
+        if not symptom.value:
+            raise InputError(f"--symptom {text!r}: KEY=VALUE needs a value")
+        return symptom
+    if not symptom.rule:
+        raise InputError("--symptom: give a rule id or KEY=VALUE")
+    if not _RULE_ID.match(symptom.rule):
+        raise InputError(f"--symptom {text!r}: not a rule id and not KEY=VALUE")
+    if known_rules is not None and symptom.rule not in known_rules:
+        close = get_close_matches(symptom.rule, sorted(known_rules), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else " (see `ami-auditor rules list`)"
+        raise InputError(f"--symptom: unknown rule {symptom.rule!r}: not among the loaded rules{hint}")
+    return symptom
+
+
 def prepare(args: argparse.Namespace) -> ComparePlan:
+    """Validate compare options. `args.known_rule_ids` (set by scan from the judge stage) checks --symptom."""
     baseline = load_baseline(args.baseline) if getattr(args, "baseline", None) else None
     group_by = _check_key(args.group_by, "--group-by") if getattr(args, "group_by", None) else None
     symptom = None
-    if getattr(args, "symptom", None):
-        symptom = Symptom.parse(args.symptom)
-        if symptom.key is not None:
-            _check_key(symptom.key, "--symptom")
-            if not symptom.value:
-                raise InputError("--symptom: KEY=VALUE needs a value")
-        elif not symptom.rule:
-            raise InputError("--symptom: give a rule id or KEY=VALUE")
+    if getattr(args, "symptom", None) is not None:
+        symptom = _check_symptom(args.symptom, getattr(args, "known_rule_ids", None))
     top = getattr(args, "top", DEFAULT_TOP)
-    if top < 1:
-        raise InputError("--top must be at least 1")
+    if not 1 <= top <= MAX_TOP:
+        raise InputError(f"--top must be between 1 and {MAX_TOP}, not {top}")
     min_score = getattr(args, "min_split_score", MIN_SCORE)
     if not 0.0 <= min_score <= 1.0:
         raise InputError("--min-split-score must be between 0 and 1")

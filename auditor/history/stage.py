@@ -7,10 +7,12 @@ since the previous scan becomes a finding (FIELD-NOTES §2: the leak is the sign
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomicio import check_writable_dir
 from ..errors import InputError
 from ..models import Finding, Report
 from ..reportdoc import report_to_dict
@@ -37,10 +39,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def prepare(args: argparse.Namespace) -> HistoryPlan:
-    if args.dying_growth_per_hour <= 0:
-        raise InputError("--dying-growth-per-hour must be positive")
+    """Validate the threshold (finite, > 0) and the history directory (readable scans, writable)."""
+    rate = args.dying_growth_per_hour
+    if not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
+        raise InputError(f"--dying-growth-per-hour must be a finite number greater than 0, not {rate!r}")
     directory = Path(args.history) if args.history else None
     previous = latest_scan(directory) if directory else None
+    if directory is not None:
+        check_writable_dir(directory, "--history")
     return HistoryPlan(directory, previous, args.dying_growth_per_hour)
 
 

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..atomicio import check_writable_dir, write_text_atomic
 from ..context import Env
 from ..errors import InputError
 from ..models import SEVERITIES, Report
@@ -37,21 +38,28 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def prepare(args: argparse.Namespace) -> RenderPlan:
-    return RenderPlan(parse_formats(args.format), Path(args.out) if args.out else None)
+    """Known formats, and an --out directory that can be written (checked, nothing left behind)."""
+    formats = parse_formats(args.format)
+    if not formats:
+        raise InputError(f"--format: give at least one of {', '.join(RENDERERS)}")
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise InputError(f"--out: {out} exists and is not a directory (--out names a directory)")
+        for fmt in formats:
+            target = out / f"{REPORT_STEM}.{RENDERERS[fmt][1]}"
+            if target.is_dir():
+                raise InputError(f"--out: {target} is a directory; cannot write the {fmt} report there")
+        check_writable_dir(out, "--out")
+    return RenderPlan(formats, out)
 
 
 def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = REPORT_STEM) -> list[Path]:
-    """Render each format to out/stem.ext (atomic rename)."""
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for fmt in formats:
-        render, ext = RENDERERS[fmt]
-        path = out / f"{stem}.{ext}"
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(render(doc), encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
-    return written
+    """Render every format first, then write each to out/stem.ext atomically (a renderer failing writes nothing)."""
+    texts = [(out / f"{stem}.{RENDERERS[fmt][1]}", RENDERERS[fmt][0](doc)) for fmt in formats]  # all, then write
+    for path, text in texts:
+        write_text_atomic(path, text)
+    return [path for path, _ in texts]
 
 
 def apply(plan: RenderPlan, report: Report, snapshots: list[dict]) -> None:

@@ -16,12 +16,13 @@ ssh_config) are resolved against the inventory's directory; `~` is left for the 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from ..errors import InputError
 from ..models import HostSpec, SSHOptions
@@ -37,57 +38,141 @@ _REGION = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
 _BAD_NAME = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
+def safe_target(target: str) -> str:
+    """The target for messages: a userinfo password replaced by `***`, control characters escaped."""
+    return redact_urls(repr(target)[1:-1]) if isinstance(target, str) else repr(target)
+
+
+def redact_urls(text: str) -> str:
+    """Replace the password of every `scheme://user:password@host` in text by `***`."""
+    return _URL.sub(_redact_match, text)
+
+
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s]*)")
+
+
+def _redact_match(match: re.Match[str]) -> str:
+    scheme, netloc = match.group(1), match.group(2)
+    userinfo, at, host = netloc.rpartition("@")
+    if not at or ":" not in userinfo:
+        return match.group(0)
+    return f"{scheme}{userinfo.split(':', 1)[0]}:***@{host}"
+
+
+_SSH_HOST = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})$")
+_SSH_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+_PORT = re.compile(r"^[0-9]{1,5}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _ssh_target(target: str, shown: str) -> str:
+    """Validate `ssh://[user@]host[:port]` strictly; return the host name. Never echoes a password."""
+    if any(c.isspace() for c in target):
+        raise InputError(f"bad ssh target {shown!r}: whitespace is not allowed")
+    try:
+        parts = urlsplit(target)
+    except ValueError as exc:
+        raise InputError(f"bad ssh target {shown!r}: {exc}") from None
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if at and ":" in userinfo:
+        raise InputError(f"target {shown!r}: passwords in target URLs are refused (they end up in shell "
+                         "history and process lists); use an SSH key (identity_file) or ssh-agent")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise InputError(f"bad ssh target {shown!r}: no path, query or fragment allowed")
+    if at and not _SSH_USER.match(userinfo):
+        raise InputError(f"bad ssh target {shown!r}: bad user name {userinfo!r}")
+    if hostport.startswith("["):
+        host_text, bracket, port_text = hostport[1:].partition("]")
+        if not bracket or (port_text and not port_text.startswith(":")):
+            raise InputError(f"bad ssh target {shown!r}: bad IPv6 address")
+        try:
+            ipaddress.IPv6Address(host_text)
+        except ValueError:
+            raise InputError(f"bad ssh target {shown!r}: {host_text!r} is not an IPv6 address") from None
+        port_text = port_text[1:]
+    else:
+        host_text, _, port_text = hostport.partition(":")
+        if not host_text:
+            raise InputError(f"bad ssh target {shown!r}: no host name; use ssh://[user@]host[:port]")
+        if not _SSH_HOST.match(host_text):
+            raise InputError(f"bad ssh target {shown!r}: host name {host_text!r} may hold only letters, "
+                             "digits, '.', '-' and '_' (and must not start with '-' or '.')")
+    if port_text and (not _PORT.match(port_text) or not 0 < int(port_text) < 65536):
+        raise InputError(f"bad port in target {shown!r}: give 1-65535")
+    return parts.hostname or host_text.lower()
+
+
+def _image_target(parts: SplitResult, shown: str) -> str:
+    """Validate `image:///abs/path` (syntax only); return the normalised path."""
+    if parts.netloc or not parts.path.startswith("/") or parts.query or parts.fragment:
+        raise InputError(f"bad image target {shown!r}: use image:///absolute/path")
+    return os.path.normpath(parts.path)
+
+
+def check_image_root(path: str, target: str) -> None:
+    """InputError unless an image target's root exists and has an etc/ directory (not a symlink)."""
+    shown = safe_target(target)
+    if not os.path.isdir(path):
+        raise InputError(f"image target {shown!r}: {path} is not a directory")
+    etc = os.path.join(path, "etc")
+    if os.path.islink(etc) or not os.path.isdir(etc):
+        raise InputError(f"image target {shown!r}: {path} has no etc/ directory; is it an image's root file system?")
+
+
 def parse_target(target: str) -> tuple[str, dict[str, Any]]:
     """Check a target URL; return its default host name and transport options.
 
     `local` → "local"; `ssh://[user@]host[:port]` → host; `ssm://i-…[?region=…]` → instance id
     (options: region); `image:///abs/path` → the path (options: path). Raises InputError (no file).
+    Control characters are refused everywhere (urlsplit would drop a newline silently), passwords in
+    `ssh://user:password@host` are refused, and no message ever contains a password.
     """
     if not isinstance(target, str) or not target:
         raise InputError("target must be a non-empty string")
     if target == "local":
         return "local", {}
+    shown = safe_target(target)
+    if _CONTROL.search(target):
+        raise InputError(f"bad target {shown!r}: control characters (newline, tab, …) are not allowed")
     usage = "use local, ssh://[user@]host[:port], ssm://i-…[?region=…] or image:///path"
-    parts = urlsplit(target)
+    try:
+        parts = urlsplit(target)
+    except ValueError as exc:
+        raise InputError(f"bad target {shown!r}: {exc}") from None
     if parts.scheme == "ssh":
-        try:
-            parts.port  # noqa: B018 - validates the port
-        except ValueError:
-            raise InputError(f"bad port in target {target!r}") from None
-        if not parts.hostname or parts.password is not None:
-            raise InputError(f"bad ssh target {target!r}: use ssh://[user@]host[:port]")
-        if parts.path not in ("", "/") or parts.query or parts.fragment:
-            raise InputError(f"bad ssh target {target!r}: no path, query or fragment allowed")
-        return parts.hostname, {}
+        return _ssh_target(target, shown), {}
     if parts.scheme == "ssm":
         if not _INSTANCE_ID.match(parts.netloc) or parts.path not in ("", "/") or parts.fragment:
-            raise InputError(f"bad ssm target {target!r}: use ssm://i-0123456789abcdef0[?region=us-east-1]")
+            raise InputError(f"bad ssm target {shown!r}: use ssm://i-0123456789abcdef0[?region=us-east-1]")
         options: dict[str, Any] = {}
         try:
             query = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
         except ValueError:
-            raise InputError(f"bad query in ssm target {target!r}") from None
+            raise InputError(f"bad query in ssm target {shown!r}") from None
         for key, value in query:
             if key != "region":
-                raise InputError(f"unknown option {key!r} in ssm target {target!r} (only region)")
+                raise InputError(f"unknown option {key!r} in ssm target {shown!r} (only region)")
             if not _REGION.match(value):
-                raise InputError(f"bad region {value!r} in ssm target {target!r}")
+                raise InputError(f"bad region {value!r} in ssm target {shown!r}")
             options["region"] = value
         return parts.netloc, options
     if parts.scheme == "image":
-        if parts.netloc or not parts.path.startswith("/") or parts.query or parts.fragment:
-            raise InputError(f"bad image target {target!r}: use image:///absolute/path")
-        path = os.path.normpath(parts.path)
+        path = _image_target(parts, shown)
         return path, {"path": path}
-    raise InputError(f"unknown target {target!r}: {usage}")
+    raise InputError(f"unknown target {shown!r}: {usage}")
 
 
-def targets_from_args(targets: list[str]) -> list[HostSpec]:
-    """HostSpecs for command-line targets; a name taken twice gets the port, else it's an error."""
+def targets_from_args(targets: list[str], check_paths: bool = False) -> list[HostSpec]:
+    """HostSpecs for command-line targets; a name taken twice gets the port, else it's an error.
+
+    With check_paths, image roots must exist and hold etc/ (commands pass it; syntax tests do not).
+    """
     specs: list[HostSpec] = []
     seen: dict[str, str] = {}
     for target in targets:
         name, options = parse_target(target)
+        if check_paths and "path" in options:
+            check_image_root(options["path"], target)
         if name in seen and target.startswith("ssh://"):
             parts = urlsplit(target)
             name = f"{parts.hostname}:{parts.port or 22}"
@@ -98,14 +183,18 @@ def targets_from_args(targets: list[str]) -> list[HostSpec]:
     return specs
 
 
-def load_inventory(path: str | Path) -> list[HostSpec]:
-    """Parse and validate an inventory file into HostSpecs (defaults merged into each host)."""
-    return _Inventory(Path(path)).specs()
+def load_inventory(path: str | Path, check_paths: bool = False) -> list[HostSpec]:
+    """Parse and validate an inventory file into HostSpecs (defaults merged into each host).
+
+    With check_paths, image roots must exist and hold etc/ (errors name the file and line).
+    """
+    return _Inventory(Path(path), check_paths).specs()
 
 
 class _Inventory:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, check_paths: bool = False):
         self.path = path
+        self.check_paths = check_paths
         self.file = str(path)
         self.base = path.resolve().parent
         self.doc = load_yaml_file(path)
@@ -170,6 +259,8 @@ class _Inventory:
             raise self.fail(f"host name {name!r} contains whitespace or control characters", host, "name")
         try:
             _, options = parse_target(host["target"])
+            if self.check_paths and "path" in options:
+                check_image_root(options["path"], host["target"])
         except InputError as exc:
             raise self.fail(exc.message, host, "target") from None
         ssh = {**base_ssh, **self.ssh_fields(host.get("ssh"), host, "ssh", f"hosts[{index}].ssh")}
@@ -214,7 +305,16 @@ class _Inventory:
                 ok = v is None or (isinstance(v, str) and bool(v.strip()))
                 expect = "a non-empty string"
             if not ok:
-                raise self.fail(f"{what}.{k} must be {expect}, not {_kind(v)} {v!r}", value, k)
+                shown = redact_urls(repr(v)) if k == "proxy_jump" else repr(v)
+                raise self.fail(f"{what}.{k} must be {expect}, not {_kind(v)} {shown}", value, k)
+            if isinstance(v, str) and _CONTROL.search(v):
+                raise self.fail(f"{what}.{k} contains control characters", value, k)
+            if k == "user" and v is not None and not _SSH_USER.match(v):
+                raise self.fail(f"{what}.user {v.split(':', 1)[0]!r}…: letters, digits, '.', '-' and '_' only "
+                                "(passwords are refused; use identity_file or ssh-agent)", value, k)
+            if k == "proxy_jump" and v is not None and _has_password(v):
+                raise self.fail(f"{what}.proxy_jump {redact_urls('ssh://' + v)[6:]!r}: passwords are refused; "
+                                "use identity_file or ssh-agent", value, k)
             if k in _PATH_KEYS and v is not None:
                 v = self.resolve(v)
             elif k == "connect_timeout":
@@ -227,6 +327,16 @@ class _Inventory:
         if path.startswith("~") or os.path.isabs(path):
             return path
         return str(self.base / path)
+
+
+def _has_password(jump: str) -> bool:
+    """A ProxyJump value `[ssh://][user[:password]@]host[:port][,…]` with a password in any hop."""
+    for hop in jump.split(","):
+        hop = hop.strip().removeprefix("ssh://")
+        userinfo, at, _ = hop.rpartition("@")
+        if at and ":" in userinfo:
+            return True
+    return False
 
 
 def _kind(value: Any) -> str:
