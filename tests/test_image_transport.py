@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,6 @@ def make_root(root: Path) -> Path:
     return root
 
 
-@pytest.mark.skipif(shutil.which("systemctl") is None, reason="systemctl needed for --root unit files")
 def test_image_snapshot_reads_files_offline_and_runs_nothing(tmp_path: Path) -> None:
     marker = Path("/tmp/ami-auditor-image-kubelet-ran")
     marker.unlink(missing_ok=True)
@@ -77,3 +77,52 @@ def test_image_target_must_be_a_root_filesystem(tmp_path: Path) -> None:
         image_root("image://host/path")
     result = collect_host(HostSpec("img", f"image://{tmp_path}/missing"))
     assert result.status == "error" and "not a root filesystem" in result.error
+
+
+def unit(root: Path, path: str, text: str) -> None:
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_text(text)
+
+
+def test_unit_file_states_match_systemd(tmp_path: Path) -> None:
+    """Enablement computed from the image's files, as `systemctl --root` reports it (systemd 252)."""
+    root = make_root(tmp_path / "root")
+    lib = "usr/lib/systemd/system"
+    unit(root, f"{lib}/static.service", "[Service]\nExecStart=/bin/true\n")
+    unit(root, f"{lib}/off.service", "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n")
+    unit(root, f"{lib}/also.service", "[Service]\nExecStart=/bin/true\n[Install]\nAlso=off.service\n")
+    unit(root, f"{lib}/getty@.service", "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=getty.target\n")
+    unit(root, f"{lib}/masked.timer", "[Timer]\nOnCalendar=daily\n[Install]\nWantedBy=timers.target\n")
+    unit(root, f"{lib}/sshd.service", "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+                                      "Alias=ssh-alias.service\n")
+    unit(root, "usr/lib/systemd/system-preset/90-x.preset", "disable off.service\nenable getty@.service\n")
+    os.symlink("sshd.service", root / f"{lib}/procps-like.service")
+    os.symlink("/dev/null", root / "etc/systemd/system/masked.timer")
+    os.symlink("/dev/null", root / "etc/systemd/system/static.service")
+    os.symlink("masked.timer", root / f"{lib}/alias-of-masked.timer")
+    os.symlink("/usr/lib/systemd/system/sshd.service", root / "etc/systemd/system/ssh-alias.service")
+    os.symlink("/usr/lib/systemd/system/sshd.service", root / "etc/systemd/system/multi-user.target.wants/sshd.service")
+    from auditor.collect.image_units import list_unit_files
+    from auditor.transport.image_fs import ImageFS
+
+    with ImageFS(root) as fs:
+        mine = list_unit_files(fs).splitlines()
+    assert [" ".join(r.split()) for r in mine] == [
+        "alias-of-masked.timer masked enabled",
+        "also.service indirect enabled",
+        "ecs.service enabled enabled",
+        "getty@.service disabled enabled",
+        "masked.timer masked enabled",
+        "off.service disabled disabled",
+        "procps-like.service alias -",
+        "ssh-alias.service alias -",
+        "sshd.service enabled enabled",
+        "static.service masked enabled",
+    ]
+    version = subprocess.run(["systemctl", "--version"], capture_output=True, text=True).stdout \
+        if shutil.which("systemctl") else ""
+    if version.startswith("systemd 252 "):  # the version these states were checked against
+        ref = subprocess.run(["systemctl", f"--root={root}", "list-unit-files", "--no-legend", "--no-pager"],
+                             capture_output=True, text=True, check=True).stdout
+        assert sorted(" ".join(r.split()) for r in ref.splitlines() if r.strip()) == \
+            [" ".join(r.split()) for r in mine]

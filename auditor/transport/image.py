@@ -1,19 +1,24 @@
 """Audit an unbooted root filesystem (a mounted AMI snapshot) from this machine.
 
-The probe runs here with `--root DIR`: it reads files below DIR with this machine's tools, never
-executes the image's own binaries, and reports runtime sections (kernel state, cgroups, CPU, network)
-as not applicable.
+The image is untrusted data: it is read in Python through `ImageFS`, which resolves every path inside
+the image root as chroot would (links re-rooted, `..` clamped, loops refused, regular files only,
+bounded reads) and reports links that lead out of it. The probe script is not run; the same sections
+are produced by `collect.image_sections`, framed with the nonce the script carries. Nothing in the
+image is executed; runtime sections (kernel state, cgroups, CPU, network) are not applicable.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ..errors import InputError
+from ..collect import framing
+from ..collect.image_sections import ImageSections
+from ..errors import InputError, TransportError
 from ..models import CommandResult, HostSpec
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
-from .local import LocalTransport
+from .image_fs import ImageFS
 
 
 def image_root(target: str) -> Path:
@@ -30,14 +35,13 @@ def image_root(target: str) -> Path:
 
 
 class ImageTransport:
-    """Runs the probe locally against a mounted root filesystem."""
+    """Reads a mounted root filesystem in-process, confined to its root."""
 
     name = "image"
 
     def __init__(self, spec: HostSpec):
         self.spec = spec
         self.root = image_root(spec.target)
-        self._local = LocalTransport(spec)
 
     def run(
         self,
@@ -46,7 +50,26 @@ class ImageTransport:
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_output: int = DEFAULT_MAX_OUTPUT,
     ) -> CommandResult:
-        return self._local.run(script, ["--root", str(self.root), *args], deadline_s, max_output)
+        """`args` are the binaries to fingerprint (flags such as --exec-versions are ignored: an image's
+        binaries are never run); the script only lends its nonce (framing.with_nonce)."""
+        nonce = framing.nonce_of(script)
+        if nonce is None:
+            raise TransportError("image reader: the probe script carries no run nonce (framing.with_nonce)")
+        started = time.monotonic()
+        try:
+            with ImageFS(self.root) as fs:
+                binaries = [a for a in args if not a.startswith("-")]
+                text = ImageSections(fs, nonce, binaries, started + deadline_s).text()
+        except OSError as exc:
+            raise TransportError(f"image {self.root}: {exc.strerror or exc}") from exc
+        data = text.encode("utf-8", "replace")
+        return CommandResult(
+            stdout=data[:max_output].decode("utf-8", "replace"),
+            stderr="",
+            exit_status=0,
+            duration_s=time.monotonic() - started,
+            truncated=len(data) > max_output,
+        )
 
     def close(self) -> None:
-        self._local.close()
+        """Nothing held between runs."""

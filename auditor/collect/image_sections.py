@@ -1,0 +1,252 @@
+"""The probe's sections for an unbooted image, produced in Python through the confined `ImageFS`.
+
+Same section names and body formats as probe.sh prints (the parsers cannot tell them apart), framed
+with the run's nonce (framing.py). Nothing in the image is executed; every file is read inside the
+image root with a size cap; runtime sections say "not applicable" (RC_OFFLINE). What the reader
+refused or found suspicious (a link leading out of the root, a FIFO, a cut read) goes into an extra
+`confinement` section, one note per line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import ProbeTimeout
+from ..transport.image_fs import ImageFS, quote
+from . import framing
+from .image_packages import Packages
+from .image_units import list_unit_files
+
+RC_NOT_AVAILABLE = 3
+RC_OFFLINE = 5
+RUNTIME = ("cloudinit", "imds", "sysctl", "cgroups", "network", "kernel_log", "cpu")
+SMALL_CAP = 1 << 20  # identity files, os-release, eks release, ecs config
+LOG_CAP = 32 << 20  # logs and user data searched for download URLs
+HASH_CAP = 1 << 30  # a larger "binary" is not hashed
+SEARCH_DIRS = ("/usr/local/bin", "/usr/bin", "/usr/sbin", "/usr/local/sbin", "/bin", "/sbin", "/usr/libexec",
+               "/opt/bin", "/snap/bin")
+EVIDENCE = ("/var/log/cloud-init-output.log", "/var/lib/cloud/instance/user-data.txt",
+            "/var/lib/cloud/instance/scripts/*", "/etc/eks/release", "/var/log/user-data.log")
+SYSTEMD_LIBS = ("usr/lib/systemd", "lib/systemd")
+_NATURAL = re.compile(r"(\d+)")
+CONFINEMENT = "confinement"  # the extra section listing what the image reader refused or reported
+MAX_NOTES_SHOWN = 10
+
+
+def confinement_error(sections: Mapping[str, Any]) -> str | None:
+    """The snapshot's `errors["image"]` text from a `confinement` section (None when it is empty)."""
+    section = sections.get(CONFINEMENT)
+    lines = [ln for ln in (section.body.splitlines() if section is not None else []) if ln.strip()]
+    if not lines:
+        return None
+    more = f"; … {len(lines) - MAX_NOTES_SHOWN} more" if len(lines) > MAX_NOTES_SHOWN else ""
+    return "image read confined to its root: " + "; ".join(lines[:MAX_NOTES_SHOWN]) + more
+
+
+def _first_line(text: str | None) -> str:
+    lines = (text or "").splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def _natural(name: str) -> list[tuple[int, int | str]]:
+    """A `sort -V`-like key: digit runs compare as numbers."""
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in _NATURAL.split(name) if p]
+
+
+class ImageSections:
+    """One run over one image: `text()` returns the framed sections and the done marker."""
+
+    def __init__(self, fs: ImageFS, nonce: str, binaries: list[str], deadline: float):
+        self.fs = fs
+        self.nonce = nonce
+        self.binaries = binaries
+        self.deadline = deadline
+        self.packages = Packages(fs, self.check_time)
+        self._owners: dict[int, str] | None = None
+
+    def check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise ProbeTimeout("image read did not finish within its deadline")
+
+    def identity(self) -> str:
+        image_id = " ".join((self.fs.read_text("etc/image-id", SMALL_CAP) or "").splitlines())
+        return (f"hostname={_first_line(self.fs.read_text('etc/hostname', SMALL_CAP))}\n"
+                f"machine_id={_first_line(self.fs.read_text('etc/machine-id', SMALL_CAP))}\n"
+                f"image_id_file={image_id}")
+
+    def os(self) -> tuple[str, int]:
+        for path in ("etc/os-release", "usr/lib/os-release"):
+            text = self.fs.read_text(path, SMALL_CAP)
+            if text is not None:
+                return text, 0
+        return "", RC_NOT_AVAILABLE
+
+    def kernel(self) -> str:
+        names = set(self.fs.listdir("lib/modules") or []) | set(self.fs.listdir("usr/lib/modules") or [])
+        return f"release={max(names, key=_natural) if names else ''}"
+
+    def systemd_version(self) -> tuple[str, int]:
+        dirs = list(SYSTEMD_LIBS)
+        dirs += [f"usr/lib/{d}/systemd" for d in self.fs.listdir("usr/lib") or [] if "-" in d]
+        for d in dirs:
+            for name in self.fs.listdir(d) or []:
+                if name.startswith("libsystemd-shared-") and name.endswith(".so"):
+                    version = re.split(r"[.-]", name[len("libsystemd-shared-"):], maxsplit=1)[0]
+                    return f"systemd {version}", 0
+        if self.fs.is_dir("etc/systemd/system"):
+            return "systemd unknown", 0
+        return "", RC_NOT_AVAILABLE
+
+    def _owner_name(self, uid: int) -> str:
+        if self._owners is None:
+            self._owners = {}
+            for line in (self.fs.read_text("etc/passwd", SMALL_CAP) or "").splitlines():
+                cols = line.split(":")
+                if len(cols) > 2 and cols[2].isdigit():
+                    self._owners.setdefault(int(cols[2]), cols[0])
+        return self._owners.get(uid) or str(uid)
+
+    def _find(self, name: str) -> str | None:
+        if name.startswith("/"):
+            return name
+        alt = "amazon-ecs-init" if name == "ecs-init" else name
+        for d in SEARCH_DIRS:
+            for candidate in (f"{d}/{name}", f"{d}/{alt}"):
+                st = self.fs.stat(candidate)
+                if st is not None and st.st_mode & 0o111:
+                    return candidate
+        return None
+
+    def _sha256(self, path: str) -> str:
+        with self.fs.open_regular(path) as opened:
+            if opened is None:
+                return ""
+            fd, st = opened
+            if st.st_size > HASH_CAP:
+                self.fs.note("truncated", path, f"not hashed: {st.st_size} bytes is over the {HASH_CAP}-byte cap")
+                return ""
+            digest = hashlib.sha256()
+            while chunk := os.read(fd, 1 << 20):
+                digest.update(chunk)
+                self.check_time()
+            return digest.hexdigest()
+
+    def _evidence_files(self) -> list[str]:
+        files = []
+        for pattern in EVIDENCE:
+            if pattern.endswith("/*"):
+                d = pattern[:-2]
+                files += [f"{d}/{n}" for n in (self.fs.listdir(d, cap=1000) or [])]
+            else:
+                files.append(pattern)
+        return files
+
+    def _urls(self, names: set[str]) -> dict[str, list[str]]:
+        """`url=FILE MATCH` lines per binary name, as the probe's grep -ohE … | head -n 5 gives them."""
+        out: dict[str, list[str]] = {n: [] for n in names}
+        pats = {n: re.compile(r"(https?|s3)://[^ \"'<>]*/" + re.escape(n) + r"([.][A-Za-z0-9]+)?([ \"'<>]|$)")
+                for n in names}
+        for f in self._evidence_files():
+            text = self.fs.read_text(f, LOG_CAP)
+            self.check_time()
+            if not text:
+                continue
+            for n, pat in pats.items():
+                hits = [m.group(0) for line in text.splitlines() if n in line for m in pat.finditer(line)]
+                out[n] += [f"url={quote(f)} {hit}" for hit in hits[:5]]
+        return out
+
+    def binaries_body(self) -> str:
+        found = {b: self._find(b) for b in self.binaries}
+        located = {b: p for b, p in found.items() if p and self._is_file(p)}
+        real = {b: self.fs.realpath(p) or "" for b, p in located.items()}
+        queries = {b: [p, p.removeprefix("/usr"), real[b]] for b, p in located.items()}
+        dpkg = self.packages.dpkg_owners({q for qs in queries.values() for q in qs if q})
+        urls = self._urls({p.rsplit("/", 1)[-1] for p in located.values()})
+        lines = []
+        for b in self.binaries:
+            lines.append(f"@ {b}")
+            p = located.get(b)
+            if not p:
+                lines.append("found=0")
+                continue
+            st = self.fs.stat(p)
+            assert st is not None
+            lines += ["found=1", f"path={p}", f"realpath={quote(real[b])}",
+                      f"stat={st.st_size} {int(st.st_mtime)} {st.st_dev} {st.st_ino} "
+                      f"{format(st.st_mode & 0o7777, 'o')} {self._owner_name(st.st_uid)}",
+                      f"sha256={self._sha256(p)}"]
+            owner = next((dpkg[q] for q in queries[b] if q in dpkg), None)
+            if owner:
+                lines.append(f"dpkg_owner={owner}")
+            rpm = self.packages.rpm_owner(p)
+            if rpm:
+                lines.append(f"rpm_owner={rpm}")
+            lines.append("version=")  # never run an image's binaries
+            lines += urls[p.rsplit("/", 1)[-1]]
+        return "\n".join(lines)
+
+    def _is_file(self, path: str) -> bool:
+        st = self.fs.stat(path)
+        return st is not None and (st.st_mode & 0o170000) == 0o100000
+
+    def eks(self) -> str:
+        return self.fs.read_text("etc/eks/release", SMALL_CAP) or ""
+
+    def ecs(self) -> str:
+        config = self.fs.read_text("etc/ecs/ecs.config", SMALL_CAP)
+        lines = ["config_present=1" if config is not None else "config_present=0"]
+        cluster = [ln.lstrip() for ln in (config or "").splitlines() if re.match(r"^\s*ECS_CLUSTER=", ln)]
+        if cluster:
+            lines.append(f"cluster_line={cluster[-1]}")
+        logs = [n for n in self.fs.listdir("var/log/ecs") or [] if n == "ecs-init.log" or n.startswith("ecs-init.log.")]
+        for name in sorted(logs, key=lambda n: n != "ecs-init.log"):
+            text = self.fs.read_text(f"var/log/ecs/{name}", LOG_CAP)
+            if text is None:
+                continue
+            exits = [ln for ln in text.splitlines() if "Agent exited with code" in ln]
+            lines.append(f"log=/var/log/ecs/{name} {len(exits)}")
+            if exits:
+                lines.append(f"last_exit={exits[-1]}")
+        return "\n".join(lines)
+
+    def text(self) -> str:
+        started = time.process_time()
+        steps: list[tuple[str, Callable[[], str | tuple[str, int]]]] = [
+            ("meta", lambda: f"probe_version=1\nreader=image\nuid={os.getuid()}\nshell=\n"
+                             f"date_epoch={int(time.time())}"),
+            ("identity", self.identity),
+            ("cloudinit", lambda: ("", RC_OFFLINE)),
+            ("imds", lambda: ("", RC_OFFLINE)),
+            ("os", self.os),
+            ("kernel", self.kernel),
+            ("sysctl", lambda: ("", RC_OFFLINE)),
+            ("systemd_version", self.systemd_version),
+            ("unit_files", lambda: list_unit_files(self.fs)),
+            ("units", lambda: ""),  # an unbooted image has no runtime state: no units, not an error
+            ("restart_journal", lambda: ""),
+            ("cgroups", lambda: ("", RC_OFFLINE)),
+            ("binaries", self.binaries_body),
+            ("eks", self.eks),
+            ("ecs", self.ecs),
+            ("network", lambda: ("", RC_OFFLINE)),
+            ("kernel_log", lambda: ("", RC_OFFLINE)),
+            ("cpu", lambda: ("", RC_OFFLINE)),
+            ("packages", self.packages.section),
+        ]
+        out = []
+        for name, produce in steps:
+            self.check_time()
+            result = produce()
+            body, rc = result if isinstance(result, tuple) else (result, 0)
+            out.append(framing.section_text(self.nonce, name, body, rc))
+        out.append(framing.section_text(self.nonce, CONFINEMENT, "\n".join(n.line() for n in self.fs.notes)))
+        cpu = time.process_time() - started
+        out.append(framing.section_text(self.nonce, "cost", f"0m{cpu:.3f}s 0m0.000s\n0m0.000s 0m0.000s"))
+        out.append(framing.done_marker(self.nonce) + "\n")
+        return "".join(out)

@@ -1,0 +1,271 @@
+"""Read an untrusted image root as if chrooted into it (never a path on the scanner).
+
+Every path is walked one component at a time from an fd of the image root with `openat(...,
+O_NOFOLLOW)`: symlinks are read with `readlinkat` and expanded by this code, absolute targets restart
+at the image root, `..` pops the walked directory stack and is clamped at the root, more than 40 links
+in one lookup is refused (a loop), a component that is not a directory ends the lookup. Only regular
+files are opened (lstat first, then `O_NOFOLLOW|O_NONBLOCK` and fstat again, so a FIFO or device is
+never read and a file swapped for a link in between is refused); reads are capped.
+
+A manual walk rather than openat2(RESOLVE_IN_ROOT): it runs on any Linux kernel and seccomp profile,
+and it sees each link, so an attempted escape is reported (`notes`) instead of silently re-rooted.
+Because `..` never reaches the filesystem and every step opens a child of an fd already held with
+O_NOFOLLOW, swapping a directory for a symlink during the walk makes the open fail; it cannot lead
+out of the root. (A directory renamed out of the root while we hold its fd is the one race
+RESOLVE_IN_ROOT would also catch; that needs write access to the scanner's own tree.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_LINKS = 40  # like the kernel's MAXSYMLINKS
+MAX_DIR_ENTRIES = 20000
+_DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def quote(text: str) -> str:
+    """Printable ASCII other than space and `%` kept, anything else %XX-encoded: one line, one token.
+
+    Names and link texts come from the image; quoted, they cannot start a line or a field of their own.
+    """
+    return "".join(c if 0x21 <= ord(c) < 0x7F and c != "%" else "".join(f"%{b:02X}" for b in c.encode())
+                   for c in text)
+
+
+class ImageFSError(OSError):
+    """A lookup the confined resolver refuses (link loop, too many links)."""
+
+
+@dataclass
+class Note:
+    """Something about the image the report must say: an escaping link, a refused or cut read."""
+
+    kind: str  # "escape" | "refused" | "truncated"
+    path: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.kind} {quote(self.path)}: {' '.join(quote(w) for w in self.detail.split(' '))}"
+
+
+@dataclass
+class _Walk:
+    """The end of a lookup: an fd of the parent directory, the final name and its lstat (None: absent)."""
+
+    parent_fd: int
+    name: str
+    st: os.stat_result | None
+    parts: list[str]
+
+
+def _split(path: str) -> list[str]:
+    return [c for c in path.split("/") if c not in ("", ".")]
+
+
+class ImageFS:
+    """An image root opened once; every read resolves inside it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.root_fd = os.open(root, _DIR & ~os.O_NOFOLLOW)  # the operator's path itself may be a link
+        self.notes: list[Note] = []
+        self._seen: set[tuple[str, str]] = set()
+
+    def close(self) -> None:
+        if self.root_fd >= 0:
+            os.close(self.root_fd)
+            self.root_fd = -1
+
+    def __enter__(self) -> ImageFS:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def note(self, kind: str, path: str, detail: str) -> None:
+        path = "/" + "/".join(_split(path))
+        if (kind, path) not in self._seen:
+            self._seen.add((kind, path))
+            self.notes.append(Note(kind, path, detail))
+
+    @contextlib.contextmanager
+    def _walk(self, path: str, follow: bool = True) -> Iterator[_Walk]:
+        """Resolve `path` (image-absolute) as chroot would; yields the final component, fds closed after."""
+        todo = deque(_split(path))
+        stack: list[tuple[str, int]] = []
+        hops = 0
+        absolute_link: str | None = None
+
+        def cur() -> int:
+            return stack[-1][1] if stack else self.root_fd
+
+        def here(name: str) -> str:
+            return "/" + "/".join([n for n, _ in stack] + [name])
+
+        try:
+            while True:
+                if not todo:  # the lookup ended on a directory already walked (the root, `..`, a link to one)
+                    yield _Walk(cur(), ".", os.stat(".", dir_fd=cur()), [n for n, _ in stack])
+                    return
+                comp = todo.popleft()
+                if comp == "..":
+                    if stack:
+                        os.close(stack.pop()[1])
+                    elif hops:
+                        self.note("escape", path, "a symbolic link climbs above the image root with '..' "
+                                  "(clamped at the root as chroot would; nothing outside was read)")
+                    continue
+                last = not todo
+                try:
+                    st = os.stat(comp, dir_fd=cur(), follow_symlinks=False)
+                except FileNotFoundError:
+                    if absolute_link:
+                        self.note("escape", path, f"symbolic link {absolute_link} leads out of the image (target "
+                                  "not in the image; resolved as chroot would, never followed outside)")
+                    yield _Walk(cur(), comp, None, [n for n, _ in stack])
+                    return
+                except NotADirectoryError:
+                    yield _Walk(cur(), comp, None, [n for n, _ in stack])
+                    return
+                if stat.S_ISLNK(st.st_mode) and (follow or not last):
+                    hops += 1
+                    if hops > MAX_LINKS:
+                        self.note("refused", path, f"more than {MAX_LINKS} symbolic links (a loop?)")
+                        raise ImageFSError(errno.ELOOP, "too many levels of symbolic links", path)
+                    target = os.readlink(comp, dir_fd=cur())
+                    if target.startswith("/"):
+                        absolute_link = f"{here(comp)} -> {target}"
+                        for _, fd in stack:
+                            os.close(fd)
+                        stack = []
+                    todo.extendleft(reversed(_split(target)))
+                    continue
+                if last:
+                    yield _Walk(cur(), comp, st, [n for n, _ in stack])
+                    return
+                if not stat.S_ISDIR(st.st_mode):
+                    yield _Walk(cur(), comp, None, [n for n, _ in stack])
+                    return
+                stack.append((comp, os.open(comp, _DIR, dir_fd=cur())))
+        finally:
+            for _, fd in stack:
+                os.close(fd)
+
+    def lstat(self, path: str) -> os.stat_result | None:
+        """The final component itself (a link is not followed); parents are resolved inside the root."""
+        try:
+            with self._walk(path, follow=False) as w:
+                return w.st
+        except OSError:
+            return None
+
+    def stat(self, path: str) -> os.stat_result | None:
+        try:
+            with self._walk(path) as w:
+                return w.st
+        except OSError:
+            return None
+
+    def realpath(self, path: str) -> str | None:
+        """The physical path inside the image (`readlink -f` under chroot), None when absent."""
+        try:
+            with self._walk(path) as w:
+                if w.st is None:
+                    return None
+                return "/" + "/".join(w.parts + ([] if w.name == "." else [w.name]))
+        except OSError:
+            return None
+
+    def readlink(self, path: str) -> str | None:
+        """The text of a link (never followed), None when `path` is not a link."""
+        try:
+            with self._walk(path, follow=False) as w:
+                if w.st is None or not stat.S_ISLNK(w.st.st_mode):
+                    return None
+                return os.readlink(w.name, dir_fd=w.parent_fd)
+        except OSError:
+            return None
+
+    def is_dir(self, path: str) -> bool:
+        st = self.stat(path)
+        return st is not None and stat.S_ISDIR(st.st_mode)
+
+    @contextlib.contextmanager
+    def open_regular(self, path: str) -> Iterator[tuple[int, os.stat_result] | None]:
+        """An fd of a regular file at `path` (None if absent or refused); closed after the block."""
+        fd = -1
+        try:
+            with self._walk(path) as w:
+                if w.st is None or stat.S_ISDIR(w.st.st_mode):
+                    result = None
+                elif not stat.S_ISREG(w.st.st_mode):
+                    self.note("refused", path, "not a regular file (FIFO, socket or device); not read")
+                    result = None
+                else:
+                    fd = os.open(w.name, _READ, dir_fd=w.parent_fd)
+                    st = os.fstat(fd)
+                    if not stat.S_ISREG(st.st_mode):  # swapped since the lstat
+                        self.note("refused", path, "changed into a non-regular file while being read")
+                        result = None
+                    else:
+                        result = (fd, st)
+        except OSError:
+            result = None
+        try:
+            yield result
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def read(self, path: str, cap: int) -> bytes | None:
+        """At most `cap` bytes of a regular file (a longer file is cut and noted)."""
+        with self.open_regular(path) as opened:
+            if opened is None:
+                return None
+            fd, st = opened
+            data = bytearray()
+            while len(data) < cap:
+                chunk = os.read(fd, min(1 << 20, cap - len(data)))
+                if not chunk:
+                    break
+                data += chunk
+            if len(data) >= cap and st.st_size > cap:
+                self.note("truncated", path, f"only the first {cap} of {st.st_size} bytes were read")
+            return bytes(data)
+
+    def read_text(self, path: str, cap: int) -> str | None:
+        data = self.read(path, cap)
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def listdir(self, path: str, cap: int = MAX_DIR_ENTRIES) -> list[str] | None:
+        """Sorted entry names of a directory inside the image (None if not a directory)."""
+        try:
+            with self._walk(path) as w:
+                if w.st is None or not stat.S_ISDIR(w.st.st_mode):
+                    return None
+                fd = os.open(w.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             dir_fd=w.parent_fd)
+        except OSError:
+            return None
+        names: list[str] = []
+        try:
+            with os.scandir(fd) as it:
+                for entry in it:
+                    if len(names) >= cap:
+                        self.note("truncated", path, f"only the first {cap} directory entries were read")
+                        break
+                    names.append(entry.name)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return sorted(names)
