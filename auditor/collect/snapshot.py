@@ -9,6 +9,7 @@ from typing import Any
 from .. import SNAPSHOT_SCHEMA
 from ..models import CommandResult, HostSpec
 from .collectors import COLLECTORS, run_collector
+from .image_sections import confinement_error
 from .parsers.identity import parse_host
 from .sections import split_sections
 
@@ -33,6 +34,8 @@ def build_snapshot(spec: HostSpec, result: CommandResult, collected_at: str | No
     if not done:
         why = "output truncated" if result.truncated else f"probe exited with status {result.exit_status}"
         errors["probe"] = f"probe did not finish ({why}); stderr: {result.stderr.strip()[-300:]}"
+    if confined := confinement_error(sections):  # image:// only: links out of the root, refused reads
+        errors["image"] = confined
     facts: dict[str, Any] = {}
     for area, collector in COLLECTORS.items():
         value, error = run_collector(collector, sections)
