@@ -16,7 +16,7 @@ import jsonschema
 
 from . import REPORT_SCHEMA, __version__
 from .errors import InputError
-from .jsonload import load_json_file
+from .jsonload import json_pointer, load_json_file
 from .models import SEVERITIES, HostResult, Report
 
 
@@ -97,8 +97,8 @@ def validate_report(doc: dict[str, Any], path: str = "<report>") -> None:
     try:
         jsonschema.validate(doc, report_json_schema())
     except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path)
-        raise InputError(f"not a valid {REPORT_SCHEMA} document at {where or 'top level'}: {exc.message}",
+        where = json_pointer(exc.absolute_path) or "the top level"
+        raise InputError(f"not a valid {REPORT_SCHEMA} document at JSON pointer {where}: {exc.message}",
                          path) from None
 
 

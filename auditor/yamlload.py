@@ -1,13 +1,28 @@
-"""Load YAML keeping line numbers, so every bad-input error can name the file and line."""
+"""Load YAML keeping line numbers, so every bad-input error can name the file and line.
+
+Hostile input is bounded: files over 8 MiB are refused unread (inputfile.read_bounded); nesting deeper than
+MAX_DEPTH (also through aliases) and aliases that would expand to more than MAX_ALIAS_NODES nodes (a
+"billion laughs") are refused while composing, before anything is built; invalid dates, integers too long
+to convert, lone surrogates and control characters are InputError at their line, never a traceback.
+"""
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.events import AliasEvent
 
 from .errors import InputError
+from .inputfile import MAX_YAML_BYTES, line_at, read_text
+
+MAX_DEPTH = 64  # nesting levels, counting what aliases bring in
+MAX_ALIAS_NODES = 100_000  # nodes that all aliases of a document may add when expanded
+MAX_INT_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
+_SURROGATE = re.compile("[\\ud800-\\udfff]")
 
 
 class LineDict(dict):
@@ -31,7 +46,89 @@ class LineList(list):
 
 
 class _LineLoader(yaml.SafeLoader):
-    """SafeLoader whose mappings and sequences carry line numbers."""
+    """SafeLoader whose mappings and sequences carry line numbers, with bounded depth and alias expansion."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._depth = 0
+        self._open_anchors: set[str] = set()
+        self._alias_nodes = 0
+        self._measured: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded size, depth)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        line = event.start_mark.line + 1
+        if isinstance(event, AliasEvent):
+            if event.anchor in self._open_anchors:
+                raise InputError(f"alias *{event.anchor} refers to its own anchor (recursive)", None, line)
+            target = self.anchors.get(event.anchor)
+            if target is not None:
+                size, depth = self._measure(target)
+                self._alias_nodes += size
+                if self._alias_nodes > MAX_ALIAS_NODES:
+                    raise InputError(f"alias *{event.anchor} expands the document past {MAX_ALIAS_NODES} nodes "
+                                     "(aliases must not multiply content)", None, line)
+                if self._depth + depth > MAX_DEPTH:
+                    raise InputError(f"alias *{event.anchor} nests deeper than {MAX_DEPTH} levels", None, line)
+            return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            raise InputError(f"nested deeper than {MAX_DEPTH} levels", None, line)
+        anchor = event.anchor
+        self._depth += 1
+        if anchor is not None:
+            self._open_anchors.add(anchor)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+            if anchor is not None:
+                self._open_anchors.discard(anchor)
+
+    def _measure(self, root: yaml.Node) -> tuple[int, int]:
+        """(nodes when fully expanded, depth) of a complete node; memoised and iterative, linear overall."""
+        memo = self._measured
+        stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            if id(node) in memo:
+                continue
+            kids = _children(node)
+            if not done:
+                stack.append((node, True))
+                stack.extend((k, False) for k in kids if id(k) not in memo)
+                continue
+            measured = [memo[id(k)] for k in kids]
+            memo[id(node)] = (1 + sum(m[0] for m in measured), 1 + max((m[1] for m in measured), default=0))
+        return memo[id(root)]
+
+    def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> Any:
+        try:
+            return super().construct_yaml_timestamp(node)
+        except (ValueError, OverflowError) as exc:
+            raise InputError(f"invalid date/time {node.value!r}: {exc} (quote it if it is meant as text)", None,
+                             node.start_mark.line + 1) from None
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> Any:
+        digits = len(node.value)
+        if digits > MAX_INT_DIGITS:
+            raise InputError(f"integer with {digits} digits is too long (limit {MAX_INT_DIGITS} digits)", None,
+                             node.start_mark.line + 1)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_str(self, node: yaml.ScalarNode) -> Any:
+        value = super().construct_yaml_str(node)
+        if _SURROGATE.search(value):
+            raise InputError("string contains a lone surrogate (U+D800..U+DFFF), which is not valid Unicode text",
+                             None, node.start_mark.line + 1)
+        return value
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
@@ -67,10 +164,13 @@ class _DuplicateKey(Exception):
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+_LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _LineLoader.construct_yaml_timestamp)
+_LineLoader.add_constructor("tag:yaml.org,2002:int", _LineLoader.construct_yaml_int)
+_LineLoader.add_constructor("tag:yaml.org,2002:str", _LineLoader.construct_yaml_str)
 
 
 def load_yaml_text(text: str, path: str = "<string>") -> Any:
-    """Parse YAML text; syntax errors and duplicate keys become InputError(path, line)."""
+    """Parse YAML text; syntax errors, duplicate keys and hostile structure become InputError(path, line)."""
     try:
         return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
     except _DuplicateKey as exc:
@@ -82,18 +182,21 @@ def load_yaml_text(text: str, path: str = "<string>") -> Any:
         line = mark.line + 1 if mark else None
         problem = exc.problem or str(exc)
         raise InputError(f"invalid YAML: {problem}", path, line) from None
+    except yaml.reader.ReaderError as exc:
+        char = exc.character
+        what = f"character U+{char if isinstance(char, int) else ord(char):04X}" if char not in (None, "") \
+            else "a character"
+        raise InputError(f"invalid YAML: {what} is not allowed ({exc.reason})", path,
+                         line_at(text, exc.position)) from None
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", path) from None
+    except RecursionError:
+        raise InputError("invalid YAML: nested too deeply", path) from None
 
 
-def load_yaml_file(path: str | Path) -> Any:
-    """Read and parse a YAML file; unreadable files are InputError too."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", str(p)) from None
-    return load_yaml_text(text, str(p))
+def load_yaml_file(path: str | Path, limit: int = MAX_YAML_BYTES) -> Any:
+    """Read (at most `limit` bytes, regular files only) and parse a YAML file; every problem is InputError."""
+    return load_yaml_text(read_text(path, limit), str(path))
 
 
 def line_of(node: Any, key: Any = None) -> int | None:
@@ -105,7 +208,7 @@ def line_of(node: Any, key: Any = None) -> int | None:
 
 def reject_unknown_keys(node: LineDict, allowed: frozenset[str] | set[str], path: str, what: str = "") -> None:
     """InputError at the line of the first (alphabetically) key of `node` not in `allowed`."""
-    unknown = sorted(set(node) - allowed)
+    unknown = sorted(set(node) - allowed, key=str)  # keys may mix types (`1:` and `zzz:`)
     if unknown:
         where = f" in {what}" if what else ""
         raise InputError(f"unknown key {unknown[0]!r}{where} (allowed: {', '.join(sorted(allowed))})", path,

@@ -12,6 +12,10 @@ expect:
   facts.kernel.thp_enabled: [madvise, never]
 ```
 Every problem is an InputError naming the file and line (exit 2).
+
+Patterns are compiled with RE2 (google-re2), which matches in time linear in the input: a hostile pattern
+such as `(a|aa)+` cannot backtrack exponentially on a host's value. RE2 lacks backreferences and
+look-around; a pattern using them is refused at load (file:line). `\\d`, `\\w`, `\\s` are ASCII-only.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+
+import re2
 
 from ..errors import InputError
 from ..yamlload import LineDict, LineList, line_of, load_yaml_file
@@ -37,7 +43,7 @@ class Expect:
 
     path: str
     values: tuple[Any, ...] = ()
-    pattern: re.Pattern[str] | None = None
+    pattern: Any = None  # a compiled RE2 pattern (linear-time matching)
     line: int | None = None
 
     def matches(self, actual: Any) -> bool:
@@ -86,6 +92,27 @@ def _glob(glob: str) -> re.Pattern[str]:
     return re.compile(re.escape(glob).replace(r"\*", ".*").replace(r"\?", ".") + r"(?:[.\[].*)?")
 
 
+def _re2_options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # the error is reported as InputError, not logged to stderr by RE2
+    return options
+
+
+_RE2_OPTIONS = _re2_options()
+
+
+def compile_pattern(pattern: str, where: str, file: str, line: int | None) -> Any:
+    """An RE2 pattern for {pattern: REGEX}; syntax errors and syntax RE2 lacks are InputError(file, line)."""
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        hint = ""
+        if "invalid escape sequence: \\" in reason and reason.rstrip()[-1:].isdigit() or "perl operator" in reason:
+            hint = " (RE2 syntax: backreferences and look-around are not supported)"
+        raise InputError(f"{where}: bad pattern {pattern!r}: {reason}{hint}", file, line) from None
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal and of the same kind: 1 == 1.0 for numbers, but "1" != 1 and True != 1."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -128,10 +155,7 @@ def _expect(path: str, raw: Any, file: str, line: int | None) -> Expect:
     if isinstance(raw, LineDict):
         if set(raw) != {"pattern"} or not isinstance(raw["pattern"], str):
             raise InputError(f"{path}: a mapping value must be exactly {{pattern: REGEX}}", file, line)
-        try:
-            return Expect(path, pattern=re.compile(raw["pattern"]), line=line)
-        except re.error as exc:
-            raise InputError(f"{path}: bad pattern {raw['pattern']!r}: {exc}", file, line) from None
+        return Expect(path, pattern=compile_pattern(raw["pattern"], path, file, line), line=line)
     if isinstance(raw, LineList):
         if not raw:
             raise InputError(f"{path}: an empty list allows nothing; delete the line instead", file, line)

@@ -11,7 +11,7 @@ import jsonschema
 from .. import SNAPSHOT_SCHEMA
 from ..collect.schema import snapshot_json_schema
 from ..errors import InputError
-from ..jsonload import load_json_file
+from ..jsonload import json_pointer, load_json_file
 
 
 @lru_cache(maxsize=1)
@@ -27,6 +27,6 @@ def load_snapshot_file(path: str | Path) -> dict[str, Any]:
         raise InputError(f"not a snapshot: expected \"schema\": \"{SNAPSHOT_SCHEMA}\"", p, 1)
     error = next(iter(_validator().iter_errors(doc)), None)
     if error is not None:
-        where = "/".join(str(x) for x in error.absolute_path) or "top level"
-        raise InputError(f"not a valid snapshot at {where}: {error.message}", p)
+        where = json_pointer(error.absolute_path) or "the top level"
+        raise InputError(f"not a valid snapshot at JSON pointer {where}: {error.message}", p)
     return doc

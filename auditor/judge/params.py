@@ -7,10 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from ..errors import InputError
-from ..yamlload import LineDict, load_yaml_file
+from ..yamlload import LineDict, load_yaml_file, load_yaml_text
 
 PARAM_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -33,10 +31,11 @@ def parse_set(text: str) -> Override:
     if not sep or not dot or not pack or not name:
         raise InputError(f"--set {text!r}: expected PACK.PARAM=VALUE (e.g. cgroups.dying_warn=500)")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        raise InputError(f"--set {text!r}: value is not valid YAML: {exc}") from None
-    return Override(pack, name, value, "--set")
+        value = load_yaml_text(raw) if raw.strip() else ""
+    except InputError as exc:  # bounded like files: no alias bombs, bad dates, huge ints, deep nesting
+        shown = text if len(text) <= 80 else text[:60] + f"… ({len(text)} characters)"
+        raise InputError(f"--set {shown!r}: value is not valid YAML: {exc.message}") from None
+    return Override(pack, name, plain(value), "--set")
 
 
 def load_config(path: str) -> list[Override]:

@@ -16,7 +16,10 @@ A pack file:
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,16 +100,33 @@ def rule_files(dirs: Iterable[str | Path], builtin: bool = True) -> list[Path]:
         out.extend(sorted(builtin_rules_dir().glob("*.yaml")))
     for d in dirs:
         p = Path(d)
-        if p.is_dir():
+        kind = _kind(p)
+        if kind == "dir":
             found = sorted([*p.glob("*.yaml"), *p.glob("*.yml")])
             if not found:
                 raise InputError("no *.yaml rule files in this directory", str(p))
+            for f in found:  # every entry must be a regular file (or a link to one): no loops, FIFOs, devices
+                if _kind(f) != "file":
+                    raise InputError(_KIND_TEXT.get(_kind(f), "dangling symlink (no such file)"), str(f))
             out.extend(found)
-        elif p.is_file():
+        elif kind == "file":
             out.append(p)
         else:
-            raise InputError("no such rules file or directory", str(p))
+            raise InputError(_KIND_TEXT[kind] if kind in _KIND_TEXT else "no such rules file or directory", str(p))
     return out
+
+
+_KIND_TEXT = {"loop": "symlink loop (too many levels of symbolic links)", "dir": "a directory, not a regular file",
+              "other": "not a regular file (a FIFO, device or socket)"}
+
+
+def _kind(path: Path) -> str:
+    """'file', 'dir', 'loop', 'other' or 'missing' (following links, never opening the file)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return "loop" if exc.errno == errno.ELOOP else "missing"
+    return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
 
 
 def _str(node: LineDict, key: str, path: str, default: str = "") -> str:

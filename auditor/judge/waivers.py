@@ -103,7 +103,7 @@ def load_waivers(path: str, rule_ids: set[str] | None = None) -> list[Waiver]:
     """Read a waivers file (a list, or a mapping with `waivers:`); check rule ids against `rule_ids`."""
     doc = load_yaml_file(path)
     if isinstance(doc, LineDict):
-        unknown = sorted(set(doc) - {"waivers"})
+        unknown = sorted(set(doc) - {"waivers"}, key=str)  # keys may mix types (`1:` and `zzz:`)
         if unknown:
             raise InputError(f"unknown key {unknown[0]!r} (expected `waivers:`)", path, doc.line_of(unknown[0]))
         doc = doc.get("waivers")

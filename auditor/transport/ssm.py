@@ -36,6 +36,7 @@ MAX_TARGET_VALUES = 50
 MAX_DELIVERY_TIMEOUT_S = 2_592_000
 MIN_DELIVERY_TIMEOUT_S = 30  # SendCommand TimeoutSeconds minimum
 RUN_SHELL_SCRIPT = "AWS-RunShellScript"
+MAX_S3_OUTPUT_BYTES = 32 * 1024 * 1024  # bytes of an S3 output object read at most (the rest is never fetched)
 Outcome = CommandResult | TransportError
 
 
@@ -195,6 +196,9 @@ class Sent:
 
 class SSMBatch:
     """One run of a script on many instances that share settings (region, profile, document, bucket)."""
+
+    s3_limit = MAX_S3_OUTPUT_BYTES
+    max_output = DEFAULT_MAX_OUTPUT  # decompressed probe output kept per host
 
     def __init__(self, settings: SSMSettings, script: str, args: list[str], deadline_s: float,
                  clients: tuple[Any, Any] | None = None, sleep: Callable[[float], None] = time.sleep):
@@ -407,13 +411,21 @@ class SSMBatch:
     def outcome(self, inv: dict[str, Any]) -> Outcome:
         stdout = inv.get("StandardOutputContent") or ""
         stderr = inv.get("StandardErrorContent") or ""
-        decoded = decode_output(stdout)
+        decoded = decode_output(stdout, self.max_output)
+        s3_capped = False
         if decoded.framed and decoded.truncated and inv.get("StandardOutputUrl") and self.settings.s3_bucket:
             try:
-                decoded = decode_output(self.read_s3(inv["StandardOutputUrl"]))
+                text, s3_capped = self.read_s3(inv["StandardOutputUrl"])
+                decoded = decode_output(text, self.max_output)
             except Exception as exc:  # noqa: BLE001 - keep the partial output, say why
                 code, message = _aws_error(exc)
                 stderr += f"\n[ami-auditor] S3 output unreadable: {code}: {message}"
+        if s3_capped:
+            stderr += (f"\n[ami-auditor] S3 output object is over the {self.s3_limit} byte limit; read only its "
+                       "first part (output truncated)")
+        if decoded.capped:
+            stderr += (f"\n[ami-auditor] probe output is over the {self.max_output} byte limit once decompressed; "
+                       "kept only its first part (output truncated)")
         status = _norm(inv.get("Status"))
         usable = decoded.framed and bool(decoded.stdout.strip())
         if status != "success" and (status != "failed" or not usable):
@@ -424,21 +436,34 @@ class SSMBatch:
             return err
         if not decoded.framed:
             return TransportError(f"SSM output was not produced by the ami-auditor wrapper: {stdout[:120]!r}")
-        if decoded.truncated:
+        if decoded.truncated and not (decoded.capped or s3_capped):
             stderr += (f"\n[ami-auditor] SSM kept only {len(stdout)} characters of output"
                        + ("" if self.settings.s3_bucket else "; set --ssm-s3-bucket to read it in full"))
         return CommandResult(stdout=decoded.stdout, stderr=stderr, exit_status=decoded.exit_status,
                              duration_s=elapsed_s(inv.get("ExecutionElapsedTime")), truncated=decoded.truncated)
 
-    def read_s3(self, url: str) -> str:
-        """Read the full stdout SSM wrote to the output bucket (path-style or virtual-hosted URL)."""
+    def read_s3(self, url: str) -> tuple[str, bool]:
+        """Read the stdout SSM wrote to the output bucket (path-style or virtual-hosted URL), at most
+        `s3_limit` bytes, in chunks (never more is fetched into memory); True when the object was longer."""
         bucket = self.settings.s3_bucket or ""
         parts = urlsplit(url)
         path = unquote(parts.path.lstrip("/"))
         key = path[len(bucket) + 1:] if path.startswith(bucket + "/") and not parts.netloc.startswith(bucket + ".") \
             else path
-        body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-        return body.decode("utf-8", "replace")
+        stream = self.s3.get_object(Bucket=bucket, Key=key)["Body"]
+        chunks: list[bytes] = []
+        total = 0
+        try:
+            while total <= self.s3_limit:
+                chunk = stream.read(min(1 << 20, self.s3_limit + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        finally:
+            stream.close()
+        body = b"".join(chunks)
+        return body[: self.s3_limit].decode("utf-8", "replace"), total > self.s3_limit
 
     def give_up(self, command_id: str, ids: set[str], last: dict[str, str], whole: bool = False) -> dict[str, Outcome]:
         """Past the deadline: cancel what still runs (best effort; `whole`: the entire tag-targeted command)

@@ -26,6 +26,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from .base import DEFAULT_MAX_OUTPUT
+
 DOCUMENT_NAME = "AmiAuditor-Probe"
 STEP_NAME = "probe"
 HEADER = "AMI-AUDITOR-SSM/1"
@@ -130,10 +132,16 @@ class Decoded:
     exit_status: int
     truncated: bool
     framed: bool  # False: the output did not come from our wrapper at all
+    capped: bool = False  # the output went past `max_output` (decompressed); only the first part was kept
 
 
-def decode_output(text: str) -> Decoded:
-    """Undo the wrapper's framing and compression; a cut stream yields its readable prefix."""
+def decode_output(text: str, max_output: int = DEFAULT_MAX_OUTPUT) -> Decoded:
+    """Undo the wrapper's framing and compression; a cut stream yields its readable prefix.
+
+    Never more than `max_output` bytes are inflated (a gzip bomb yields its first `max_output` bytes,
+    marked truncated and capped), streaming, so a small hostile object never becomes a huge allocation.
+    """
+    capped = False
     lines = text.split("\n", 2)
     if not lines[0].startswith(HEADER + " "):
         return Decoded(text, -1, False, False)
@@ -150,14 +158,16 @@ def decode_output(text: str) -> Decoded:
             return Decoded("", -1, True, True)
         inflater = zlib.decompressobj(wbits=31)
         try:
-            out = inflater.decompress(raw)
+            out = inflater.decompress(raw, max_output)  # bounded: at most max_output bytes come out
         except zlib.error:
             out, complete = b"", False
+        capped = len(out) >= max_output and not inflater.eof
         complete = complete and inflater.eof
         probe_out = out.decode("utf-8", "replace")
     else:
-        probe_out = body
+        capped = len(body) > max_output
+        probe_out = body[:max_output]
     m = EXIT_MARK.search(probe_out)
-    if m:
+    if m and not capped:
         return Decoded(probe_out[: m.start()] + "\n", int(m.group(1)), not complete, True)
-    return Decoded(probe_out, -1, True, True)
+    return Decoded(probe_out, -1, True, True, capped)

@@ -1,0 +1,80 @@
+"""Read an input file safely: regular files only (a FIFO never blocks), a hard size cap checked while reading
+(a huge file is never read whole), symlink loops and invalid UTF-8 reported as InputError naming the file.
+
+Limits (README, Security model → Limits): YAML inputs (rule packs, waivers, baselines, inventories,
+--rules-config) at most 8 MiB; saved reports and snapshots (JSON) at most 64 MiB.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from .errors import InputError
+
+MiB = 1 << 20
+MAX_YAML_BYTES = 8 * MiB
+MAX_JSON_BYTES = 64 * MiB
+_CHUNK = 1 * MiB
+
+
+def _mib(n: int) -> str:
+    return f"{n / MiB:g} MiB"
+
+
+def read_bounded(path: str | Path, limit: int) -> bytes:
+    """The file's bytes, refusing non-regular files and anything larger than `limit` bytes."""
+    p = str(path)
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, by its type)
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError("symlink loop (too many levels of symbolic links)", p) from None
+        raise InputError(f"cannot read: {exc.strerror or exc}", p) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) \
+                else "a device or socket"
+            raise InputError(f"not a regular file ({kind})", p)
+        if st.st_size > limit:
+            raise InputError(f"file is {_mib(st.st_size)}, over the {_mib(limit)} limit for this input", p)
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:  # grew while we read it
+                raise InputError(f"file is over the {_mib(limit)} limit for this input", p)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", p) from None
+    finally:
+        os.close(fd)
+
+
+def decode_utf8(data: bytes, path: str) -> str:
+    """UTF-8 text; invalid bytes are an InputError at their line."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at column {column})", path,
+                         line) from None
+
+
+def read_text(path: str | Path, limit: int) -> str:
+    """read_bounded + decode_utf8."""
+    return decode_utf8(read_bounded(path, limit), str(path))
+
+
+def line_at(text: str, index: int) -> int:
+    """1-based line of character `index` in `text`."""
+    return text.count("\n", 0, index) + 1
