@@ -47,7 +47,7 @@ def _side(text: str, inventory: dict[str, HostSpec]) -> Side:
     path = Path(text)
     if path.suffix in (".json", ".yaml", ".yml") or path.is_file():
         if not path.is_file():
-            raise InputError("no such file", safe_target(text))
+            raise InputError("no such file", safe_target(text, quote=False))
         if path.suffix == ".json":
             return load_snapshot_file(path)
         return load_baseline(text)

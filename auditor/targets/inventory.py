@@ -38,9 +38,10 @@ _REGION = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
 _BAD_NAME = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
-def safe_target(target: str) -> str:
-    """The target for messages: a userinfo password replaced by `***`, control characters escaped."""
-    return redact_urls(repr(target)[1:-1]) if isinstance(target, str) else repr(target)
+def safe_target(target: str, quote: bool = True) -> str:
+    """The target for messages, quoted: a userinfo password replaced by `***`, control characters escaped."""
+    shown = redact_urls(repr(target)) if isinstance(target, str) else repr(target)
+    return shown if quote or not isinstance(target, str) else shown[1:-1]
 
 
 def redact_urls(text: str) -> str:
@@ -68,44 +69,44 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def _ssh_target(target: str, shown: str) -> str:
     """Validate `ssh://[user@]host[:port]` strictly; return the host name. Never echoes a password."""
     if any(c.isspace() for c in target):
-        raise InputError(f"bad ssh target {shown!r}: whitespace is not allowed")
+        raise InputError(f"bad ssh target {shown}: whitespace is not allowed")
     try:
         parts = urlsplit(target)
     except ValueError as exc:
-        raise InputError(f"bad ssh target {shown!r}: {exc}") from None
+        raise InputError(f"bad ssh target {shown}: {exc}") from None
     userinfo, at, hostport = parts.netloc.rpartition("@")
     if at and ":" in userinfo:
-        raise InputError(f"target {shown!r}: passwords in target URLs are refused (they end up in shell "
+        raise InputError(f"target {shown}: passwords in target URLs are refused (they end up in shell "
                          "history and process lists); use an SSH key (identity_file) or ssh-agent")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise InputError(f"bad ssh target {shown!r}: no path, query or fragment allowed")
+        raise InputError(f"bad ssh target {shown}: no path, query or fragment allowed")
     if at and not _SSH_USER.match(userinfo):
-        raise InputError(f"bad ssh target {shown!r}: bad user name {userinfo!r}")
+        raise InputError(f"bad ssh target {shown}: bad user name {userinfo!r}")
     if hostport.startswith("["):
         host_text, bracket, port_text = hostport[1:].partition("]")
         if not bracket or (port_text and not port_text.startswith(":")):
-            raise InputError(f"bad ssh target {shown!r}: bad IPv6 address")
+            raise InputError(f"bad ssh target {shown}: bad IPv6 address")
         try:
             ipaddress.IPv6Address(host_text)
         except ValueError:
-            raise InputError(f"bad ssh target {shown!r}: {host_text!r} is not an IPv6 address") from None
+            raise InputError(f"bad ssh target {shown}: {host_text!r} is not an IPv6 address") from None
         port_text = port_text[1:]
     else:
         host_text, _, port_text = hostport.partition(":")
         if not host_text:
-            raise InputError(f"bad ssh target {shown!r}: no host name; use ssh://[user@]host[:port]")
+            raise InputError(f"bad ssh target {shown}: no host name; use ssh://[user@]host[:port]")
         if not _SSH_HOST.match(host_text):
-            raise InputError(f"bad ssh target {shown!r}: host name {host_text!r} may hold only letters, "
+            raise InputError(f"bad ssh target {shown}: host name {host_text!r} may hold only letters, "
                              "digits, '.', '-' and '_' (and must not start with '-' or '.')")
     if port_text and (not _PORT.match(port_text) or not 0 < int(port_text) < 65536):
-        raise InputError(f"bad port in target {shown!r}: give 1-65535")
+        raise InputError(f"bad port in target {shown}: give 1-65535")
     return parts.hostname or host_text.lower()
 
 
 def _image_target(parts: SplitResult, shown: str) -> str:
     """Validate `image:///abs/path` (syntax only); return the normalised path."""
     if parts.netloc or not parts.path.startswith("/") or parts.query or parts.fragment:
-        raise InputError(f"bad image target {shown!r}: use image:///absolute/path")
+        raise InputError(f"bad image target {shown}: use image:///absolute/path")
     return os.path.normpath(parts.path)
 
 
@@ -113,10 +114,10 @@ def check_image_root(path: str, target: str) -> None:
     """InputError unless an image target's root exists and has an etc/ directory (not a symlink)."""
     shown = safe_target(target)
     if not os.path.isdir(path):
-        raise InputError(f"image target {shown!r}: {path} is not a directory")
+        raise InputError(f"image target {shown}: {path} is not a directory")
     etc = os.path.join(path, "etc")
     if os.path.islink(etc) or not os.path.isdir(etc):
-        raise InputError(f"image target {shown!r}: {path} has no etc/ directory; is it an image's root file system?")
+        raise InputError(f"image target {shown}: {path} has no etc/ directory; is it an image's root file system?")
 
 
 def parse_target(target: str) -> tuple[str, dict[str, Any]]:
@@ -133,33 +134,33 @@ def parse_target(target: str) -> tuple[str, dict[str, Any]]:
         return "local", {}
     shown = safe_target(target)
     if _CONTROL.search(target):
-        raise InputError(f"bad target {shown!r}: control characters (newline, tab, …) are not allowed")
+        raise InputError(f"bad target {shown}: control characters (newline, tab, …) are not allowed")
     usage = "use local, ssh://[user@]host[:port], ssm://i-…[?region=…] or image:///path"
     try:
         parts = urlsplit(target)
     except ValueError as exc:
-        raise InputError(f"bad target {shown!r}: {exc}") from None
+        raise InputError(f"bad target {shown}: {exc}") from None
     if parts.scheme == "ssh":
         return _ssh_target(target, shown), {}
     if parts.scheme == "ssm":
         if not _INSTANCE_ID.match(parts.netloc) or parts.path not in ("", "/") or parts.fragment:
-            raise InputError(f"bad ssm target {shown!r}: use ssm://i-0123456789abcdef0[?region=us-east-1]")
+            raise InputError(f"bad ssm target {shown}: use ssm://i-0123456789abcdef0[?region=us-east-1]")
         options: dict[str, Any] = {}
         try:
             query = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
         except ValueError:
-            raise InputError(f"bad query in ssm target {shown!r}") from None
+            raise InputError(f"bad query in ssm target {shown}") from None
         for key, value in query:
             if key != "region":
-                raise InputError(f"unknown option {key!r} in ssm target {shown!r} (only region)")
+                raise InputError(f"unknown option {key!r} in ssm target {shown} (only region)")
             if not _REGION.match(value):
-                raise InputError(f"bad region {value!r} in ssm target {shown!r}")
+                raise InputError(f"bad region {value!r} in ssm target {shown}")
             options["region"] = value
         return parts.netloc, options
     if parts.scheme == "image":
         path = _image_target(parts, shown)
         return path, {"path": path}
-    raise InputError(f"unknown target {shown!r}: {usage}")
+    raise InputError(f"unknown target {shown}: {usage}")
 
 
 def targets_from_args(targets: list[str], check_paths: bool = False) -> list[HostSpec]:
