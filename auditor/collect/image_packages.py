@@ -46,7 +46,8 @@ class Packages:
     def __init__(self, fs: ImageFS, check_time: Callable[[], None]):
         self.fs = fs
         self.check_time = check_time
-        self._rpm_db: str | None | bool = False  # False: not checked yet
+        self._rpm_checked = False
+        self._rpm_db: str | None = None
 
     def has_dpkg(self) -> bool:
         return self.fs.is_dir("var/lib/dpkg")
@@ -69,14 +70,14 @@ class Packages:
 
     def rpm_db(self) -> str | None:
         """The image's rpm database dir (image path) when `rpm --root` can read it safely, else None."""
-        if self._rpm_db is False:
-            self._rpm_db = None
+        if not self._rpm_checked:
+            self._rpm_checked = True
             if shutil.which("rpm"):
                 for db in RPM_DBS:
                     if self._rpm_db_safe(db):
                         self._rpm_db = "/" + db
                         break
-        return self._rpm_db or None
+        return self._rpm_db
 
     def _rpm_db_safe(self, db: str) -> bool:
         inside = self.fs.realpath(db)
