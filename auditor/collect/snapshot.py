@@ -14,7 +14,7 @@ from .parsers.identity import parse_host
 from .sections import split_sections
 
 HOST_LABEL_FACTS = ("az", "az_id", "ami_id", "instance_type", "region")
-_TIMES = re.compile(r"(\d+)m([\d.]+)s")
+_TIMES = re.compile(r"(?<![\d.])(\d{1,9})m(\d{1,9}(?:\.\d{1,9})?)s")  # bounded: `0m..s` or 5,000 digits are no time
 
 
 def probe_cpu_seconds(text: str) -> float | None:

@@ -21,8 +21,9 @@ def _proc_cgroups(text: str) -> dict[str, dict[str, int]]:
         if line.startswith("#"):
             continue
         cols = line.split()
-        if len(cols) >= 4 and cols[1].isdigit():
-            out[cols[0]] = {"hierarchy": int(cols[1]), "num_cgroups": int(cols[2]), "enabled": int(cols[3])}
+        numbers = [n for n in (to_int(c) for c in cols[1:4]) if n is not None]  # junk (`²`, `inf`): no row
+        if len(cols) >= 4 and len(numbers) == 3:
+            out[cols[0]] = dict(zip(("hierarchy", "num_cgroups", "enabled"), numbers))
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..sections import kv_lines, subsections, to_int
@@ -14,7 +15,7 @@ def _stat(text: str) -> dict[str, list[int]]:
     for line in text.splitlines():
         cols = line.split()
         if cols and cols[0].startswith("cpu"):
-            out[cols[0]] = [int(c) for c in cols[1:9] if c.isdigit()]
+            out[cols[0]] = [n for n in (to_int(c) for c in cols[1:9]) if n is not None and n >= 0]
     return out
 
 
@@ -25,10 +26,12 @@ def _pct(before: list[int], after: list[int]) -> dict[str, float]:
 
 
 def _float(value: str | None) -> float | None:
+    """A finite float, else None (`nan`/`inf` could not be written to a JSON snapshot)."""
     try:
-        return float(value) if value else None
+        number = float(value) if value else None
     except ValueError:
         return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def parse_cpu(text: str) -> dict[str, Any]:
@@ -37,19 +40,21 @@ def parse_cpu(text: str) -> dict[str, Any]:
     first, second = _stat(parts.get("stat1", "")), _stat(parts.get("stat2", ""))
     cores = []
     for name in sorted(first, key=lambda n: (len(n), n)):
-        if name == "cpu" or name not in second:
+        if name == "cpu" or name not in second or not name[3:].isdecimal() or to_int(name[3:]) is None:
             continue
         cores.append({"cpu": int(name[3:]), **_pct(first[name], second[name])})
     average = _pct(first["cpu"], second["cpu"]) if "cpu" in first and "cpu" in second else None
     threads = []
     for line in parts.get("threads", "").splitlines():
         cols = line.split(None, 5)
-        if len(cols) == 6 and all(c.lstrip("-").isdigit() for c in cols[:5]):
-            pid, tid, cpu, ticks, sys_ticks = (int(c) for c in cols[:5])
+        numbers = [n for n in (to_int(c) for c in cols[:5]) if n is not None]
+        if len(cols) == 6 and len(numbers) == 5:
+            pid, tid, cpu, ticks, sys_ticks = numbers
             threads.append({"pid": pid, "tid": tid, "cpu": cpu, "ticks": ticks,
                             "system_ticks": sys_ticks, "comm": cols[5]})
     threads.sort(key=lambda t: -t["ticks"])
-    busiest = max(cores, key=lambda c: c["system_pct"], default=None)
+    # a core whose samples were cut short has no system_pct: it cannot be the busiest
+    busiest = max((c for c in cores if "system_pct" in c), key=lambda c: c["system_pct"], default=None)
     return {
         "count": to_int(head.get("ncpu")),
         "window_s": _float(head.get("window_s")),

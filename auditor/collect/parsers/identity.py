@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from typing import Any
 
 from ..sections import Section, kv_lines
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _cloudinit(text: str) -> dict[str, Any]:
+    """instance-data.json; any shape a host prints (a list, numbers, 10,000 digits, deep nesting) is tolerated."""
     try:
-        doc = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError:
+        doc = _obj(json.loads(text) if text.strip() else {})
+    except (ValueError, RecursionError):  # JSONDecodeError, the int digit limit, nesting too deep
         return {}
-    v1 = doc.get("v1") or {}
-    meta = (doc.get("ds") or {}).get("meta_data") or {}
-    placement = meta.get("placement") or {}
-    return {
+    v1 = _obj(doc.get("v1"))
+    meta = _obj(_obj(doc.get("ds")).get("meta_data"))
+    placement = _obj(meta.get("placement"))
+    found = {
         "instance_id": v1.get("instance_id") or meta.get("instance-id"),
         "ami_id": meta.get("ami-id") or v1.get("image_id"),
         "az": v1.get("availability_zone") or placement.get("availability-zone"),
@@ -26,6 +32,7 @@ def _cloudinit(text: str) -> dict[str, Any]:
         "instance_type": meta.get("instance-type") or v1.get("instance_type"),
         "cloud": v1.get("cloud_name"),
     }
+    return {k: v if isinstance(v, str) else None for k, v in found.items()}  # identity facts are strings
 
 
 def _imds(text: str) -> dict[str, Any]:
@@ -60,7 +67,7 @@ def parse_host(sections: dict[str, Section]) -> dict[str, Any]:
     up = ident.get("uptime", "").split()
     if up:
         with contextlib.suppress(ValueError):
-            host["uptime_s"] = float(up[0])
+            host["uptime_s"] = float(up[0]) if math.isfinite(float(up[0])) else None  # no NaN in JSON
     image = kv_lines(ident.get("image_id_file", "").replace('" ', '"\n'))
     host["image_name"] = (image.get("image_name") or "").strip('"') or None
     for source in ("cloudinit", "imds"):

@@ -55,7 +55,7 @@ def parse_kernel_log(text: str) -> dict[str, Any]:
 
 
 def parse_network(text: str, kernel_log_text: str = "") -> dict[str, Any]:
-    interfaces = [_interface(h, lines) for h, lines in blocks(text)]
+    interfaces = [_interface(h, lines) for h, lines in blocks(text) if h]  # a bare `@ ` names no interface
     module_version = None
     for line in text.splitlines():
         if line.startswith("ena_module_version="):

@@ -50,8 +50,9 @@ def parse_journal_restarts(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit():
-            out[parts[0]] = out.get(parts[0], 0) + int(parts[1])
+        count = to_int(parts[1]) if len(parts) == 2 and parts[1].isdigit() else None  # isdigit: `²` too
+        if count is not None:
+            out[parts[0]] = out.get(parts[0], 0) + count
     return out
 
 
