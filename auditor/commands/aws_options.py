@@ -13,6 +13,7 @@ from ..models import HostSpec, SSHOptions
 from ..targets.ec2 import Discovery, discover, parse_filter, tag_targets
 from ..transport.ssm import RUN_SHELL_SCRIPT, SSMSettings
 from ..transport.ssm_document import DOCUMENT_NAME
+from .checks import bounded_float
 
 REGION_RE = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -21,32 +22,26 @@ DOC_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{3,128}$")
 CONCURRENCY_RE = re.compile(r"^([1-9][0-9]*|[1-9][0-9]%|[1-9]%|100%)$")
 ERRORS_RE = re.compile(r"^([1-9][0-9]*|0|[1-9][0-9]%|[0-9]%|100%)$")
 SSH_FILE_FLAGS = ("ssh_identity", "ssh_known_hosts", "ssh_config")
+MAX_POLL_INTERVAL_S = 300.0
 
 
 def checked(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
-    """An argparse `type=` that accepts only values matching `pattern` (else InputError, exit 2)."""
+    """An argparse `type=` that accepts only values matching `pattern` (else an argparse error: exit 2)."""
 
     def check(value: str) -> str:
-        if not pattern.match(value):
-            raise InputError(f"bad {what} {value!r}")
+        if not pattern.match(value):  # argparse prefixes the option: "argument --region: bad region …"
+            raise argparse.ArgumentTypeError(f"bad {what} {value!r}")
         return value
     return check
 
 
-def _positive(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = 0.0
-    if number <= 0:
-        raise InputError(f"expected a positive number of seconds, not {value!r}")
-    return number
+_positive = bounded_float(0.0, MAX_POLL_INTERVAL_S)  # finite: nan/inf refused
 
 
 def _file(value: str) -> str:
     path = os.path.expanduser(value)
     if not os.path.isfile(path):
-        raise InputError(f"no such file: {value}")
+        raise argparse.ArgumentTypeError(f"no such file: {value}")
     return path
 
 

@@ -107,6 +107,9 @@ CASES: list[Case] = [
     Case("growth-inf", _scan("--dying-growth-per-hour", "inf"), ("--dying-growth-per-hour", "inf")),
     Case("top-huge", _scan("--symptom", "systemd.unit-failed", "--top", "100000000"), ("--top",)),
     Case("history-last-negative", ("history", "{tmp}/hist", "--last", "-1"), ("--last",)),
+    Case("ssm-poll-interval-nan", _scan("--ssm-poll-interval", "nan"), ("--ssm-poll-interval", "nan")),
+    Case("region-malformed", _scan("--region", "us east 1"), ("--region", "us east 1")),
+    Case("ssh-identity-missing", _scan("--ssh-identity", "{tmp}/no-such-key"), ("--ssh-identity", "no-such-key")),
     # --symptom / --group-by: rules that exist, labels a target defines, well-formed
     Case("symptom-unknown-rule", _scan("--symptom", "systemd.unit-crash-loopin"),
          ("--symptom", "systemd.unit-crash-loopin", "systemd.unit-crash-looping")),
