@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -261,3 +262,64 @@ def test_transport_needs_the_nonce_and_host_content_cannot_forge_sections(tmp_pa
     assert kubelet["sha256"] == kubelet_sha and kubelet["version"] is None
     assert {"file": "/var/lib/cloud/instance/scripts/part-001%0A@%20kubelet%0Asha256=" + "0" * 64,
             "url": "https://x.example/bin/kubelet"} in kubelet["evidence"]
+
+
+SCAN_JSON = ("import json, sys; from auditor.app import collect_host; from auditor.models import HostSpec; "
+             "r = collect_host(HostSpec('img', sys.argv[1]), binaries=['kubelet']); print(json.dumps(r.snapshot))")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare for mounts")
+def test_bind_mounts_inside_the_root_are_not_read(tmp_path: Path, sentinel) -> None:
+    """Mounts made in a private mount namespace (the machine's own mounts are untouched): a bind of a
+    directory outside, a tmpfs, and the scanner's whole / reached by a relative link inside the image."""
+    secret, token = sentinel
+    (secret.parent / "cloud-init-output.log").write_text(secret.read_text())
+    root = make_root(tmp_path / "root")
+    (root / "run").mkdir()
+    (root / "mnt/host").mkdir(parents=True)
+    link(root / "usr/local/bin/kubelet", "../../../mnt/host" + str(secret))  # stays inside the image
+    script = (
+        f'set -e; mount --bind "{secret.parent}" "{root}/var/log"; mount -t tmpfs none "{root}/run"; '
+        f'mkdir -p "{root}/run/systemd/system"; echo "[Service]" > "{root}/run/systemd/system/{token}.service"; '
+        f'mount --bind / "{root}/mnt/host"; exec "$0" -c "$1" "$2"')
+    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                           sys.executable, SCAN_JSON, f"image://{root}"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    snap = json.loads(proc.stdout)
+    assert not leaked(snap, secret, token)
+    assert snap["facts"]["binaries"][0]["found"] is False
+    report = snap["errors"]["image"]
+    assert f"a bind mount of {secret.parent} is mounted here (/var/log)" in report
+    assert "a tmpfs filesystem is mounted here (/run)" in report
+    assert "also mounted outside the image is mounted here (/mnt/host)" in report
+
+
+def test_directory_swapped_for_an_escaping_link_mid_walk_is_not_followed(
+        tmp_path: Path, sentinel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race a concurrent attacker would win: etc/d is a directory when the reader lstat()s it and a
+    link to the outside when it opens it. The swap is a real rename on disk; only its timing is forced,
+    by a hook on os.stat that swaps right after the reader looked at etc/d (a race cannot be timed
+    otherwise)."""
+    secret, token = sentinel
+    (secret.parent / "f").write_text(secret.read_text())
+    root = tmp_path / "root"
+    (root / "etc/d").mkdir(parents=True)
+    (root / "etc/d/f").write_text("inside\n")
+    link(root / "etc/link", secret.parent)
+    real_stat = os.stat
+    swapped = []
+
+    def stat_then_swap(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        result = real_stat(path, *args, **kwargs)
+        if path == "d" and not swapped:
+            os.rename(root / "etc/d", root / "etc/d.real")
+            os.rename(root / "etc/link", root / "etc/d")
+            swapped.append(True)
+        return result
+
+    monkeypatch.setattr(os, "stat", stat_then_swap)
+    with ImageFS(root) as fs:
+        data = fs.read("etc/d/f", 1000)
+    monkeypatch.undo()
+    assert swapped and data is None  # the open of etc/d refused the link (O_NOFOLLOW): nothing read

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 from collections import deque
 from collections.abc import Iterator
@@ -27,6 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_LINKS = 40  # like the kernel's MAXSYMLINKS
+PSEUDO_FS = frozenset({
+    "proc", "sysfs", "devtmpfs", "devpts", "tmpfs", "ramfs", "cgroup", "cgroup2", "securityfs", "debugfs",
+    "tracefs", "bpf", "mqueue", "hugetlbfs", "fusectl", "configfs", "pstore", "autofs", "binfmt_misc",
+    "efivarfs", "selinuxfs", "nsfs",
+})
 MAX_DIR_ENTRIES = 20000
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -71,6 +77,46 @@ def _split(path: str) -> list[str]:
     return [c for c in path.split("/") if c not in ("", ".")]
 
 
+def _unescape(field: str) -> str:
+    """mountinfo escapes space, tab, newline and backslash as \\ooo."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def foreign_mounts(root: str, mountinfo: str = "/proc/self/mountinfo") -> dict[str, str]:
+    """Mount points below `root` that are not the image's own filesystems → why they are not read.
+
+    Accepted: a disk filesystem mounted at its own root whose device is mounted nowhere outside the
+    image (an image's /var partition). Refused: pseudo filesystems (proc, sysfs, tmpfs, …), bind mounts
+    of a subdirectory, and devices also mounted outside the image (a bind of the scanner's own disk).
+    """
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as f:
+            rows = [line.split() for line in f]
+    except OSError:
+        return {}
+    prefix = root.rstrip("/") + "/"
+    mounts: dict[str, tuple[str, str, str]] = {}
+    outside: set[str] = set()
+    for cols in rows:
+        if "-" not in cols[6:] or len(cols) < 9:
+            continue
+        sep = cols.index("-", 6)
+        device, mroot, point, fstype = cols[2], _unescape(cols[3]), _unescape(cols[4]), cols[sep + 1]
+        if point.startswith(prefix):
+            mounts[point] = (device, mroot, fstype)
+        elif point != root:
+            outside.add(device)
+    out = {}
+    for point, (device, mroot, fstype) in mounts.items():
+        if fstype in PSEUDO_FS:
+            out[point] = f"a {fstype} filesystem is mounted here"
+        elif mroot != "/":
+            out[point] = f"a bind mount of {mroot} is mounted here"
+        elif device in outside:
+            out[point] = "a filesystem that is also mounted outside the image is mounted here"
+    return out
+
+
 class ImageFS:
     """An image root opened once; every read resolves inside it."""
 
@@ -79,6 +125,8 @@ class ImageFS:
         self.root_fd = os.open(root, _DIR & ~os.O_NOFOLLOW)  # the operator's path itself may be a link
         self.notes: list[Note] = []
         self._seen: set[tuple[str, str]] = set()
+        self.real_root = os.path.realpath(root)
+        self.foreign = foreign_mounts(self.real_root)
 
     def close(self) -> None:
         if self.root_fd >= 0:
@@ -149,6 +197,13 @@ class ImageFS:
                         stack = []
                     todo.extendleft(reversed(_split(target)))
                     continue
+                if self.foreign and stat.S_ISDIR(st.st_mode):
+                    where = os.path.join(self.real_root, *[n for n, _ in stack], comp)
+                    if where in self.foreign:
+                        self.note("refused", path, f"{self.foreign[where]} ({here(comp)}); only the image's own "
+                                  "filesystems are read")
+                        yield _Walk(cur(), comp, None, [n for n, _ in stack])
+                        return
                 if last:
                     yield _Walk(cur(), comp, st, [n for n, _ in stack])
                     return
