@@ -172,11 +172,10 @@ class ImageSections:
         for b in self.binaries:
             lines.append(f"@ {b}")
             p = located.get(b)
-            if not p:
+            st = self.fs.stat(p) if p else None
+            if not p or st is None:
                 lines.append("found=0")
                 continue
-            st = self.fs.stat(p)
-            assert st is not None
             lines += ["found=1", f"path={p}", f"realpath={quote(real[b])}",
                       f"stat={st.st_size} {int(st.st_mtime)} {st.st_dev} {st.st_ino} "
                       f"{format(st.st_mode & 0o7777, 'o')} {self._owner_name(st.st_uid)}",
