@@ -256,6 +256,8 @@ def test_transport_needs_the_nonce_and_host_content_cannot_forge_sections(tmp_pa
     out = ImageTransport(spec).run(framing.with_nonce(probe_script(), nonce), ["--exec-versions", "kubelet"])
     assert out.stdout.count(framing.start_marker(nonce, "binaries")) == 1
     assert out.stdout.rstrip("\n").endswith(framing.done_marker(nonce))
+    assert "version_refused=an image's binaries are never run" in out.stdout  # --exec-versions never applies
+    assert not Path("/tmp/ami-auditor-image-kubelet-ran").exists()
     kubelet_sha = hashlib.sha256((root / "usr/local/bin/kubelet").read_bytes()).hexdigest()
     snap = collect_host(spec, binaries=["kubelet"]).snapshot
     kubelet = snap["facts"]["binaries"][0]

@@ -63,7 +63,7 @@ def test_image_snapshot_reads_files_offline_and_runs_nothing(tmp_path: Path) -> 
     assert kubelet["path"] == "/usr/local/bin/kubelet" and kubelet["source_host"] == "dl.k8s.io"
     assert kubelet["version"] is None and not marker.exists()  # the image's binary was never executed
     ecs_init = next(b for b in facts["binaries"] if b["name"] == "ecs-init")
-    assert ecs_init["package"] == "ecs-init"
+    assert ecs_init["package"] == "ecs-init" and ecs_init["version"] == "1.82.1-1"  # from the dpkg database
     assert facts["packages"]["items"] == [{"name": "ecs-init", "version": "1.82.1-1", "arch": "amd64"}]
     assert snap["host"]["hostname"] == "image-builder" and snap["host"]["machine_id"] is None
     for area in ("cgroups", "cpu", "network"):

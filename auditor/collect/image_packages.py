@@ -24,9 +24,9 @@ RPM_TIMEOUT_S = 30
 RC_NOT_AVAILABLE = 3
 
 
-def parse_dpkg_status(text: str) -> list[tuple[str, str, str]]:
-    """(package, version, arch) of packages dpkg considers installed (`ii`), in file order."""
-    rows = []
+def _paragraphs(text: str) -> list[dict[str, str]]:
+    """dpkg status paragraphs as {lowercase field: value} (continuation lines skipped)."""
+    out = []
     for para in text.split("\n\n"):
         fields: dict[str, str] = {}
         for line in para.splitlines():
@@ -34,8 +34,17 @@ def parse_dpkg_status(text: str) -> list[tuple[str, str, str]]:
                 continue
             key, value = line.split(":", 1)
             fields[key.strip().lower()] = value.strip()
+        if fields.get("package"):
+            out.append(fields)
+    return out
+
+
+def parse_dpkg_status(text: str) -> list[tuple[str, str, str]]:
+    """(package, version, arch) of packages dpkg considers installed (`ii`), in file order."""
+    rows = []
+    for fields in _paragraphs(text):
         status = fields.get("status", "").split()
-        if len(status) == 3 and status[0] == "install" and status[2] == "installed" and fields.get("package"):
+        if len(status) == 3 and status[0] == "install" and status[2] == "installed":
             rows.append((fields["package"], fields.get("version", ""), fields.get("architecture", "")))
     return rows
 
@@ -47,7 +56,23 @@ class Packages:
         self.fs = fs
         self.check_time = check_time
         self._rpm_checked = False
+        self._status_text: str | None = None
+        self._versions: dict[str, str] | None = None
         self._rpm_db: str | None = None
+
+    def _status(self) -> str:
+        if self._status_text is None:
+            self._status_text = self.fs.read_text("var/lib/dpkg/status", STATUS_CAP) or ""
+            self.check_time()
+        return self._status_text
+
+    def dpkg_version(self, package: str) -> str:
+        """The Version dpkg records for `package` (`dpkg-query -W -f='${Version}'`), '' when unknown."""
+        if self._versions is None:
+            self._versions = {}
+            for fields in _paragraphs(self._status()):
+                self._versions.setdefault(fields["package"], fields.get("version", ""))
+        return self._versions.get(package, "")
 
     def has_dpkg(self) -> bool:
         return self.fs.is_dir("var/lib/dpkg")
@@ -114,9 +139,7 @@ class Packages:
     def section(self) -> tuple[str, int]:
         """The `packages` section: `manager=` then `name<TAB>version<TAB>arch` rows."""
         if self.has_dpkg():
-            text = self.fs.read_text("var/lib/dpkg/status", STATUS_CAP) or ""
-            self.check_time()
-            rows = sorted(set(parse_dpkg_status(text)))
+            rows = sorted(set(parse_dpkg_status(self._status())))
             return "\n".join(["manager=dpkg", *("\t".join(r) for r in rows)]), 0
         out = self._rpm(["-qa", "--qf", "%{NAME}\\t%{VERSION}-%{RELEASE}\\t%{ARCH}\\n"])
         if out is not None:

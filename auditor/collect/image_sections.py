@@ -61,10 +61,12 @@ def _natural(name: str) -> list[tuple[int, int | str]]:
 class ImageSections:
     """One run over one image: `text()` returns the framed sections and the done marker."""
 
-    def __init__(self, fs: ImageFS, nonce: str, binaries: list[str], deadline: float):
+    def __init__(self, fs: ImageFS, nonce: str, binaries: list[str], deadline: float,
+                 exec_versions: bool = False):
         self.fs = fs
         self.nonce = nonce
         self.binaries = binaries
+        self.exec_versions = exec_versions  # asked for --version runs: refused for images, and said so
         self.deadline = deadline
         self.packages = Packages(fs, self.check_time)
         self._owners: dict[int, str] | None = None
@@ -180,13 +182,19 @@ class ImageSections:
                       f"stat={st.st_size} {int(st.st_mtime)} {st.st_dev} {st.st_ino} "
                       f"{format(st.st_mode & 0o7777, 'o')} {self._owner_name(st.st_uid)}",
                       f"sha256={self._sha256(p)}"]
+            version = ""
             owner = next((dpkg[q] for q in queries[b] if q in dpkg), None)
             if owner:
-                lines.append(f"dpkg_owner={owner}")
+                version = self.packages.dpkg_version(owner)
+                lines += [f"dpkg_owner={owner}", f"dpkg_version={quote(version)}"]
             rpm = self.packages.rpm_owner(p)
             if rpm:
                 lines.append(f"rpm_owner={rpm}")
-            lines.append("version=")  # never run an image's binaries
+                version = version or (rpm.split("\t") + [""])[1]
+            # the version comes from package metadata only: an image's binaries are never run
+            lines += [f"version={quote(version)}", f"version_source={'package' if version else 'none'}"]
+            if self.exec_versions:
+                lines.append("version_refused=an image's binaries are never run")
             lines += urls[p.rsplit("/", 1)[-1]]
         return "\n".join(lines)
 

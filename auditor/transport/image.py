@@ -50,8 +50,8 @@ class ImageTransport:
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_output: int = DEFAULT_MAX_OUTPUT,
     ) -> CommandResult:
-        """`args` are the binaries to fingerprint (flags such as --exec-versions are ignored: an image's
-        binaries are never run); the script only lends its nonce (framing.with_nonce)."""
+        """`args` are the binaries to fingerprint (with --exec-versions each binary says its version was
+        refused: an image's binaries are never run); the script only lends its nonce (framing.with_nonce)."""
         nonce = framing.nonce_of(script)
         if nonce is None:
             raise TransportError("image reader: the probe script carries no run nonce (framing.with_nonce)")
@@ -59,7 +59,8 @@ class ImageTransport:
         try:
             with ImageFS(self.root) as fs:
                 binaries = [a for a in args if not a.startswith("-")]
-                text = ImageSections(fs, nonce, binaries, started + deadline_s).text()
+                exec_versions = "--exec-versions" in args
+                text = ImageSections(fs, nonce, binaries, started + deadline_s, exec_versions).text()
         except OSError as exc:
             raise TransportError(f"image {self.root}: {exc.strerror or exc}") from exc
         data = text.encode("utf-8", "replace")
