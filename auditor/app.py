@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from .collect.probe import DEFAULT_BINARIES, probe_script, validate_binaries
+from .collect.framing import new_nonce, with_nonce
+from .collect.probe import DEFAULT_BINARIES, probe_args, probe_script, validate_binaries
 from .collect.snapshot import build_snapshot
 from .errors import TransportError
 from .models import HostResult, HostSpec
@@ -21,17 +22,21 @@ def collect_host(
     spec: HostSpec,
     binaries: Iterable[str] = DEFAULT_BINARIES,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    exec_versions: bool = False,
 ) -> HostResult:
-    """Run the probe once on one host; every failure becomes the host's status, never an exception."""
+    """Run the probe once on one host; every failure becomes the host's status, never an exception.
+
+    The probe gets a fresh framing nonce (collect/framing.py) as its script's first line."""
     started = time.monotonic()
-    args = validate_binaries(list(binaries))
+    args = probe_args(validate_binaries(list(binaries)), exec_versions)
+    nonce = new_nonce()
     try:
         transport = open_transport(spec)
         try:
-            result = transport.run(probe_script(), args, deadline_s=deadline_s)
+            result = transport.run(with_nonce(probe_script(), nonce), args, deadline_s=deadline_s)
         finally:
             transport.close()
-        snapshot = build_snapshot(spec, result)
+        snapshot = build_snapshot(spec, result, result.nonce or nonce)
         return HostResult(spec, "ok", None, snapshot, time.monotonic() - started)
     except TransportError as exc:
         return HostResult(spec, exc.status, str(exc) or type(exc).__name__, None, time.monotonic() - started)
@@ -44,19 +49,25 @@ def collect_ssm(
     binaries: Iterable[str] = DEFAULT_BINARIES,
     deadline_s: float = DEFAULT_DEADLINE_S,
     notes: list[str] | None = None,
+    exec_versions: bool = False,
 ) -> list[HostResult]:
     """All ssm:// hosts in one batch: one SendCommand per ≤ 50 instances, or one tag-targeted command
-    (transport/ssm.py); run-wide remarks go to `notes`."""
+    (transport/ssm.py); run-wide remarks go to `notes`. Each SendCommand gets its own framing nonce."""
     from .transport.ssm import run_ssm_batch
 
     started = time.monotonic()
-    outcomes = run_ssm_batch(specs, probe_script(), validate_binaries(list(binaries)), deadline_s, notes)
+    args = probe_args(validate_binaries(list(binaries)), exec_versions)
+    outcomes = run_ssm_batch(specs, probe_script(), args, deadline_s, notes)
     results = []
     for spec, outcome in zip(specs, outcomes):
         if isinstance(outcome, TransportError):
             results.append(HostResult(spec, outcome.status, str(outcome), None, time.monotonic() - started))
+        elif outcome.nonce is None:
+            results.append(HostResult(spec, "error", "SSM result carries no framing nonce", None,
+                                      time.monotonic() - started))
         else:
-            results.append(HostResult(spec, "ok", None, build_snapshot(spec, outcome), outcome.duration_s))
+            results.append(HostResult(spec, "ok", None, build_snapshot(spec, outcome, outcome.nonce),
+                                      outcome.duration_s))
     return results
 
 
@@ -67,6 +78,7 @@ def collect_hosts(
     deadline_s: float = DEFAULT_DEADLINE_S,
     progress: ProgressFn | None = None,
     notes: list[str] | None = None,
+    exec_versions: bool = False,
 ) -> list[HostResult]:
     """Collect many hosts with at most `parallel` at once; results keep the input order.
 
@@ -76,7 +88,8 @@ def collect_hosts(
     done = 0
     ssm = [i for i, spec in enumerate(specs) if spec.target.startswith("ssm://")]
     if ssm:
-        for index, result in zip(ssm, collect_ssm([specs[i] for i in ssm], binaries, deadline_s, notes)):
+        for index, result in zip(ssm, collect_ssm([specs[i] for i in ssm], binaries, deadline_s, notes,
+                                                       exec_versions)):
             results[index] = result
             done += 1
             if progress:
@@ -84,7 +97,7 @@ def collect_hosts(
     rest = [i for i in range(len(specs)) if results[i] is None]
 
     def one(index: int) -> tuple[int, HostResult]:
-        return index, collect_host(specs[index], binaries, deadline_s)
+        return index, collect_host(specs[index], binaries, deadline_s, exec_versions)
 
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(rest) or 1))) as pool:
         for future in as_completed([pool.submit(one, i) for i in rest]):

@@ -49,6 +49,7 @@ class CommandResult:
     exit_status: int
     duration_s: float = 0.0
     truncated: bool = False
+    nonce: str | None = None  # the framing nonce the run used, when the transport chose it (SSM: per batch)
 
 
 @dataclass

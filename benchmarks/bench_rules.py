@@ -28,6 +28,7 @@ from auditor.collect.snapshot import build_snapshot  # noqa: E402
 from auditor.judge.engine import Judge  # noqa: E402
 from auditor.judge.rules import load_rules  # noqa: E402
 from auditor.models import CommandResult, HostSpec  # noqa: E402
+from tests.framing_fixtures import FIXTURE_NONCE  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 
@@ -36,7 +37,7 @@ def bases() -> list[dict]:
     out = []
     for os_name in ("al2", "al2023", "ubuntu2004-dlami"):
         raw = (DATA / "probe" / os_name / "raw.txt").read_text()
-        out.append(build_snapshot(HostSpec(os_name, "ssh://x"), CommandResult(raw, "", 0)))
+        out.append(build_snapshot(HostSpec(os_name, "ssh://x"), CommandResult(raw, "", 0), FIXTURE_NONCE))
     out.extend(json.loads(p.read_text()) for p in sorted((DATA / "snapshots").glob("fleet-*.json")))
     return out
 

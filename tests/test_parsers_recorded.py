@@ -10,13 +10,14 @@ import pytest
 from auditor.collect.schema import snapshot_json_schema
 from auditor.collect.snapshot import build_snapshot
 from auditor.models import CommandResult, HostSpec
+from tests.framing_fixtures import FIXTURE_NONCE
 
 DATA = Path(__file__).parent / "data" / "probe"
 
 
 def snapshot_of(os_name: str) -> dict:
     raw = (DATA / os_name / "raw.txt").read_text()
-    return build_snapshot(HostSpec(os_name, "ssh://recorded"), CommandResult(raw, "", 0, 1.0))
+    return build_snapshot(HostSpec(os_name, "ssh://recorded"), CommandResult(raw, "", 0, 1.0), FIXTURE_NONCE)
 
 
 def unit(snap: dict, name: str) -> dict:

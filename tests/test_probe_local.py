@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from auditor.cli import main
-from auditor.collect.probe import probe_script, validate_binaries
+from auditor.collect.framing import new_nonce, with_nonce
+from auditor.collect.probe import probe_args, probe_script, validate_binaries
 from auditor.collect.schema import snapshot_json_schema
 from auditor.collect.sections import split_sections
 from auditor.context import Env
@@ -28,8 +31,9 @@ SECTIONS = {"meta", "identity", "cloudinit", "imds", "os", "kernel", "sysctl", "
 def test_probe_runs_to_the_end_under_posix_shells(shell: str) -> None:
     if not Path(shell).exists():
         pytest.skip(f"{shell} not installed")
-    result = LocalTransport(shell=shell).run(probe_script(), ["sh", "python3"], deadline_s=30)
-    sections, done = split_sections(result.stdout)
+    nonce = new_nonce()
+    result = LocalTransport(shell=shell).run(with_nonce(probe_script(), nonce), ["sh", "python3"], deadline_s=30)
+    sections, done = split_sections(result.stdout, nonce)
     assert done, result.stderr
     assert set(sections) == SECTIONS
     assert sections["os"].rc == 0 and "ID=" in sections["os"].body
@@ -49,7 +53,8 @@ def test_probe_never_reads_root_memory_stat_and_writes_nothing() -> None:
 def test_binary_arguments_are_validated_not_interpolated() -> None:
     assert validate_binaries(["kubelet", "/opt/bin/kubelet", "nvidia-smi"]) == [
         "kubelet", "/opt/bin/kubelet", "nvidia-smi"]
-    for bad in ["kubelet; rm -rf /", "$(reboot)", "a b", "../etc/passwd", "/opt/../etc/shadow", "`id`", ""]:
+    for bad in ["kubelet; rm -rf /", "$(reboot)", "a b", "../etc/passwd", "/opt/../etc/shadow", "`id`", "",
+                "/tmp/..", "/usr/bin/./runc", "/usr//bin/runc", "/usr/bin/runc/", ".", "..", "/", "-x"]:
         with pytest.raises(InputError):
             validate_binaries([bad])
 
@@ -88,3 +93,99 @@ def test_local_transport_deadline_raises_timeout() -> None:
 
     with pytest.raises(ProbeTimeout):
         LocalTransport().run("sleep 5", [], deadline_s=0.5)
+
+
+@pytest.mark.parametrize("head", ["", "AMI_NONCE=\n", "AMI_NONCE=xyz\n", "AMI_NONCE=" + "A" * 32 + "\n",
+                                  "AMI_NONCE=" + "a" * 31 + "\n", "AMI_NONCE=" + "a" * 33 + "\n"])
+def test_probe_refuses_to_run_without_a_valid_nonce(head: str) -> None:
+    result = LocalTransport().run(head + probe_script(), ["sh"], deadline_s=30)
+    assert result.exit_status != 0 and result.stdout == "" and "AMI_NONCE" in result.stderr
+
+
+def _fake_binary(directory: Path, sentinel: Path, owner: int = 0, mode: int = 0o755) -> Path:
+    """A `runc` that would leave `sentinel` behind if anything ran it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fake = directory / "runc"
+    fake.write_text(f"#!/bin/sh\necho 'runc version 9.9.9'\n: > '{sentinel}'\n")
+    fake.chmod(mode)
+    os.chown(fake, owner, -1)
+    return fake
+
+
+def _binary_facts(path: Path, exec_versions: bool) -> dict:
+    nonce = new_nonce()
+    args = probe_args(validate_binaries([str(path)]), exec_versions)
+    result = LocalTransport().run(with_nonce(probe_script(), nonce), args, deadline_s=30)
+    sections, done = split_sections(result.stdout, nonce)
+    assert done, result.stderr
+    from auditor.collect.parsers.binaries import parse_binaries
+
+    [facts] = parse_binaries(sections["binaries"].body)
+    return facts
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="ownership checks need root")
+
+
+@needs_root
+def test_binaries_are_never_run_by_default(tmp_path: Path) -> None:
+    sentinel = tmp_path / "ran"
+    facts = _binary_facts(_fake_binary(tmp_path / "bin", sentinel), exec_versions=False)
+    assert facts["found"] and len(facts["sha256"]) == 64
+    assert facts["version"] is None and facts["version_source"] == "none" and facts["version_refused"] is None
+    assert not sentinel.exists()
+
+
+@needs_root
+@pytest.mark.parametrize("case", ["world-writable dir", "user-owned file", "group-writable file",
+                                  "user-owned dir in chain"])
+def test_exec_versions_refuses_what_a_non_root_user_could_change(tmp_path: Path, case: str) -> None:
+    sentinel = tmp_path / "ran"
+    safe = Path(tempfile.mkdtemp(prefix="ami-auditor-test-", dir="/opt"))  # /opt and / are root-only
+    try:
+        if case == "world-writable dir":  # /tmp itself (1777), like /tmp/runc
+            fake, why = _fake_binary(tmp_path / "bin", sentinel), "world-writable"
+        elif case == "user-owned file":
+            fake, why = _fake_binary(safe / "bin", sentinel, owner=1000), "owned by uid 1000"
+        elif case == "group-writable file":
+            fake, why = _fake_binary(safe / "bin", sentinel, mode=0o775), "group- or world-writable (mode 775)"
+        else:
+            (safe / "user").mkdir()
+            os.chown(safe / "user", 1000, -1)
+            fake, why = _fake_binary(safe / "user" / "bin", sentinel), f"directory {safe}/user is owned by uid 1000"
+        facts = _binary_facts(fake, exec_versions=True)
+        assert facts["version"] is None and facts["version_source"] == "none"
+        assert why in facts["version_refused"], facts["version_refused"]
+        assert not sentinel.exists()
+    finally:
+        shutil.rmtree(safe)
+
+
+@needs_root
+def test_exec_versions_runs_a_root_only_binary_through_its_resolved_path(tmp_path: Path) -> None:
+    sentinel = tmp_path / "ran"
+    safe = Path(tempfile.mkdtemp(prefix="ami-auditor-test-", dir="/opt"))
+    try:
+        fake = _fake_binary(safe / "real", sentinel)
+        (safe / "bin").mkdir()
+        (safe / "bin" / "runc").symlink_to(fake)
+        facts = _binary_facts(safe / "bin" / "runc", exec_versions=True)
+        assert facts["version"] == "runc version 9.9.9" and facts["version_source"] == "exec"
+        assert facts["version_refused"] is None and facts["realpath"] == str(fake)
+        assert sentinel.exists()
+    finally:
+        shutil.rmtree(safe)
+
+
+@needs_root
+def test_exec_versions_follows_a_link_into_a_user_owned_place_and_refuses(tmp_path: Path) -> None:
+    """/opt/…/bin/runc (safe) → /tmp/…/runc: the resolved file decides."""
+    sentinel = tmp_path / "ran"
+    safe = Path(tempfile.mkdtemp(prefix="ami-auditor-test-", dir="/opt"))
+    try:
+        (safe / "bin").mkdir()
+        (safe / "bin" / "runc").symlink_to(_fake_binary(tmp_path / "bin", sentinel))
+        facts = _binary_facts(safe / "bin" / "runc", exec_versions=True)
+        assert "world-writable" in facts["version_refused"] and not sentinel.exists()
+    finally:
+        shutil.rmtree(safe)

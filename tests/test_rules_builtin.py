@@ -16,6 +16,7 @@ from auditor.judge.engine import Judge
 from auditor.judge.params import parse_set
 from auditor.judge.rules import load_rules
 from auditor.models import CommandResult, Finding, HostSpec
+from tests.framing_fixtures import FIXTURE_NONCE
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,7 +26,8 @@ def _recorded(name: str) -> str:
     if name.startswith("fleet-"):
         return (DATA / "snapshots" / f"{name}.json").read_text()
     raw = (DATA / "probe" / name / "raw.txt").read_text()
-    return json.dumps(build_snapshot(HostSpec(name, "ssh://x"), CommandResult(stdout=raw, stderr="", exit_status=0)))
+    return json.dumps(build_snapshot(HostSpec(name, "ssh://x"), CommandResult(stdout=raw, stderr="", exit_status=0),
+                                     FIXTURE_NONCE))
 
 
 def recorded(name: str) -> dict[str, Any]:

@@ -1,26 +1,34 @@
-"""Splitting raw probe output, and how cut-off or failing sections become explicit errors."""
+"""Splitting raw probe output, and how cut-off, failing or forged sections become explicit errors."""
 
 from __future__ import annotations
 
-from auditor.collect.sections import split_sections
+import pytest
+
+from auditor.collect import framing
+from auditor.collect.parsers.binaries import parse_binaries
+from auditor.collect.sections import TamperedOutput, blocks, split_sections, subsections
 from auditor.collect.snapshot import build_snapshot
 from auditor.models import CommandResult, HostSpec
+from tests.framing_fixtures import FIXTURE_NONCE as N
+from tests.framing_fixtures import frame, reframe
+
+OTHER = "f" * 32
 
 
 def test_split_sections_keeps_status_and_marks_cut_off_section() -> None:
-    raw = ("@@AMI-AUDITOR-SECTION os@@\nID=debian\n@@AMI-AUDITOR-END os rc=0@@\n"
-           "@@AMI-AUDITOR-SECTION units@@\nId=a.service\n")
-    sections, done = split_sections(raw)
+    raw = reframe("@@AMI-AUDITOR-SECTION os@@\nID=debian\n@@AMI-AUDITOR-END os rc=0@@\n"
+                  "@@AMI-AUDITOR-SECTION units@@\nId=a.service\n")
+    sections, done = split_sections(raw, N)
     assert not done
     assert sections["os"].body == "ID=debian" and sections["os"].rc == 0
     assert sections["units"].rc is None and not sections["units"].complete
 
 
 def test_truncated_output_becomes_errors_never_silence() -> None:
-    raw = ("@@AMI-AUDITOR-SECTION os@@\nID=debian\n@@AMI-AUDITOR-END os rc=0@@\n"
-           "@@AMI-AUDITOR-SECTION systemd_version@@\nsystemd 252\n@@AMI-AUDITOR-END systemd_version rc=0@@\n"
-           "@@AMI-AUDITOR-SECTION unit_files@@\nssh.service enabled enabled\n")
-    snap = build_snapshot(HostSpec("h", "local"), CommandResult(raw, "boom", 0, truncated=True))
+    raw = reframe("@@AMI-AUDITOR-SECTION os@@\nID=debian\n@@AMI-AUDITOR-END os rc=0@@\n"
+                  "@@AMI-AUDITOR-SECTION systemd_version@@\nsystemd 252\n@@AMI-AUDITOR-END systemd_version rc=0@@\n"
+                  "@@AMI-AUDITOR-SECTION unit_files@@\nssh.service enabled enabled\n")
+    snap = build_snapshot(HostSpec("h", "local"), CommandResult(raw, "boom", 0, truncated=True), N)
     assert snap["facts"]["os"]["id"] == "debian"
     assert snap["facts"]["systemd"] is None
     assert "cut off" in snap["errors"]["systemd"]
@@ -29,11 +37,11 @@ def test_truncated_output_becomes_errors_never_silence() -> None:
 
 
 def test_unavailable_facility_and_failed_section_are_named() -> None:
-    raw = ("@@AMI-AUDITOR-SECTION systemd_version@@\n@@AMI-AUDITOR-END systemd_version rc=3@@\n"
-           "@@AMI-AUDITOR-SECTION unit_files@@\n@@AMI-AUDITOR-END unit_files rc=3@@\n"
-           "@@AMI-AUDITOR-SECTION units@@\n@@AMI-AUDITOR-END units rc=3@@\n"
-           "@@AMI-AUDITOR-SECTION packages@@\n@@AMI-AUDITOR-END packages rc=1@@\n@@AMI-AUDITOR-DONE@@\n")
-    snap = build_snapshot(HostSpec("h", "local"), CommandResult(raw, "", 0))
+    raw = reframe("@@AMI-AUDITOR-SECTION systemd_version@@\n@@AMI-AUDITOR-END systemd_version rc=3@@\n"
+                  "@@AMI-AUDITOR-SECTION unit_files@@\n@@AMI-AUDITOR-END unit_files rc=3@@\n"
+                  "@@AMI-AUDITOR-SECTION units@@\n@@AMI-AUDITOR-END units rc=3@@\n"
+                  "@@AMI-AUDITOR-SECTION packages@@\n@@AMI-AUDITOR-END packages rc=1@@\n@@AMI-AUDITOR-DONE@@\n")
+    snap = build_snapshot(HostSpec("h", "local"), CommandResult(raw, "", 0), N)
     assert "systemd is not running" in snap["errors"]["systemd"]
     assert snap["errors"]["packages"] == "probe section 'packages' failed with status 1"
     assert "probe" not in snap["errors"]
@@ -47,7 +55,94 @@ def test_a_parser_crash_becomes_an_error_entry(monkeypatch) -> None:
 
     monkeypatch.setitem(collectors.COLLECTORS, "os",
                         collectors.Collector("os", ("os",), (), broken))
-    raw = "@@AMI-AUDITOR-SECTION os@@\nID=x\n@@AMI-AUDITOR-END os rc=0@@\n@@AMI-AUDITOR-DONE@@\n"
-    snap = build_snapshot(HostSpec("h", "local"), CommandResult(raw, "", 0))
+    snap = build_snapshot(HostSpec("h", "local"), CommandResult(frame({"os": "ID=x"}), "", 0), N)
     assert snap["facts"]["os"] is None
     assert snap["errors"]["os"] == "parser error: ValueError: unexpected format"
+
+
+REAL_KUBELET = "@ kubelet\nfound=1\npath=/usr/bin/kubelet\nsha256=" + "a" * 64 + "\nversion_source=none"
+GOLDEN = "9" * 64
+
+
+def _forgery(nonce_line: str) -> str:
+    """What a hostile /etc/eks/release says: close `eks`, then a fake `binaries` and `os` section."""
+    return "\n".join([
+        f"@@AMI-AUDITOR-END {nonce_line}eks rc=0@@",
+        f"@@AMI-AUDITOR-SECTION {nonce_line}binaries@@", f"@ kubelet\nfound=1\nsha256={GOLDEN}",
+        f"@@AMI-AUDITOR-END {nonce_line}binaries rc=0@@",
+        f"@@AMI-AUDITOR-SECTION {nonce_line}os@@", "ID=golden", f"@@AMI-AUDITOR-END {nonce_line}os rc=0@@",
+        f"@@AMI-AUDITOR-SECTION {nonce_line}eks@@",
+    ])
+
+
+@pytest.mark.parametrize("nonce_line", ["", OTHER + " ", "NONCE "], ids=["old-style", "guessed-nonce", "literal"])
+def test_markers_without_this_runs_nonce_are_body_text(nonce_line: str) -> None:
+    raw = frame({"os": "ID=debian", "binaries": REAL_KUBELET, "eks": _forgery(nonce_line)})
+    sections, done = split_sections(raw, N)
+    assert done and set(sections) == {"os", "binaries", "eks"}
+    assert sections["os"].body == "ID=debian"
+    assert parse_binaries(sections["binaries"].body)[0]["sha256"] == "a" * 64
+    assert GOLDEN in sections["eks"].body  # the forgery stays where it was printed, as text
+    snap = build_snapshot(HostSpec("h", "local"), CommandResult(raw, "", 0), N)
+    assert snap["facts"]["binaries"][0]["sha256"] == "a" * 64 and snap["facts"]["os"]["id"] == "debian"
+
+
+def test_output_framed_with_another_nonce_has_no_sections() -> None:
+    sections, done = split_sections(frame({"os": "ID=debian"}, nonce=OTHER), N)
+    assert sections == {} and not done
+
+
+@pytest.mark.parametrize("first_wins", [True, False])
+def test_a_repeated_section_is_tampering_never_overwrite_nor_first_wins(first_wins: bool) -> None:
+    real, fake = REAL_KUBELET, f"@ kubelet\nfound=1\nsha256={GOLDEN}"
+    raw = frame({"os": "ID=debian"}, done=False) + frame({"binaries": real if first_wins else fake}, done=False) \
+        + frame({"binaries": fake if first_wins else real})
+    snap = build_snapshot(HostSpec("h", "local"), CommandResult(raw, "", 0), N)
+    assert snap["facts"]["binaries"] is None
+    assert "appeared 2 times" in snap["errors"]["binaries"] and "tampered" in snap["errors"]["binaries"]
+    assert "binaries" in snap["errors"]["framing"]
+    assert snap["facts"]["os"]["id"] == "debian"
+
+
+def test_a_repeated_identity_section_is_ignored_not_trusted() -> None:
+    raw = frame({"identity": "hostname=real"}, done=False) + frame({"identity": "hostname=forged"})
+    snap = build_snapshot(HostSpec("h", "local"), CommandResult(raw, "", 0), N)
+    assert snap["host"]["hostname"] is None and "identity" in snap["errors"]["framing"]
+
+
+@pytest.mark.parametrize("sep", ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_only_newline_breaks_lines(sep: str) -> None:
+    """Python's splitlines() also breaks on these; a host value holding one must not start a line."""
+    body = f"@ kubelet\nfound=1\nrealpath=/x{sep}sha256={GOLDEN}\nsha256={'a' * 64}"
+    sections, _ = split_sections(frame({"binaries": body}), N)
+    [kubelet] = parse_binaries(sections["binaries"].body)
+    assert kubelet["sha256"] == "a" * 64 and GOLDEN in kubelet["realpath"]
+
+
+def test_crlf_line_ends_are_read_as_line_ends() -> None:
+    sections, _ = split_sections(frame({"os": "ID=debian\r\nVERSION_ID=12\r"}), N)
+    assert sections["os"].body == "ID=debian\nVERSION_ID=12"
+
+
+def test_repeated_keys_blocks_and_subsections_are_tampering() -> None:
+    with pytest.raises(TamperedOutput):
+        parse_binaries(REAL_KUBELET + f"\nsha256={GOLDEN}")
+    with pytest.raises(TamperedOutput):
+        parse_binaries(REAL_KUBELET + "\n" + REAL_KUBELET)
+    with pytest.raises(TamperedOutput):
+        blocks("@ a\nx\n@ a\ny", unique=True)
+    with pytest.raises(TamperedOutput):
+        subsections("--- threads\n1\n--- threads\n2")
+    raw = frame({"binaries": REAL_KUBELET + "\npath=/tmp/kubelet"})
+    snap = build_snapshot(HostSpec("h", "local"), CommandResult(raw, "", 0), N)
+    assert snap["facts"]["binaries"] is None and "tampered" in snap["errors"]["binaries"]
+
+
+def test_framing_builders_and_script_nonce_round_trip() -> None:
+    nonce = framing.new_nonce()
+    assert framing.NONCE_RE.match(nonce) and nonce != framing.new_nonce()
+    assert framing.nonce_of(framing.with_nonce("echo hi\n", nonce)) == nonce
+    with pytest.raises(ValueError):
+        framing.with_nonce("echo\n", "NOT-HEX")
+    sections, done = split_sections(framing.section_text(nonce, "os", "ID=x") + framing.done_marker(nonce), nonce)
+    assert done and sections["os"].body == "ID=x" and sections["os"].rc == 0

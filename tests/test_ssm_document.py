@@ -24,9 +24,13 @@ from auditor.transport.ssm_document import (
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-def _run(script: str, binaries: str | None = "a b") -> str:
-    env = {"PATH": "/usr/bin:/bin"} | ({"SSM_binaries": binaries} if binaries is not None else {})
-    return subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, env=env, check=True).stdout
+NONCE = "0123456789abcdef" * 2
+
+
+def _run(script: str, binaries: str | None = "a b", **extra: str) -> str:
+    env = {"PATH": "/usr/bin:/bin", "SSM_nonce": NONCE} | ({"SSM_binaries": binaries} if binaries is not None else {})
+    return subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, env=env | extra,
+                          check=True).stdout
 
 
 def test_document_is_small_and_names_only_its_parameters() -> None:
@@ -34,14 +38,52 @@ def test_document_is_small_and_names_only_its_parameters() -> None:
     assert len(text.encode()) < 64 * 1024  # SSM's document size limit
     doc = json.loads(text)
     refs = set(re.findall(r"\{\{\s*([\w:.-]+)\s*\}\}", json.dumps(doc["mainSteps"])))
-    assert refs == {"executionTimeout", "binaries"}  # the probe's own {{…}} are hidden in base64
-    assert doc["parameters"]["binaries"]["interpolationType"] == "ENV_VAR"
+    # the probe's own {{…}} are hidden in base64
+    assert refs == {"executionTimeout", "binaries", "nonce", "execVersions"}
+    for name in ("binaries", "nonce", "execVersions"):
+        assert doc["parameters"][name]["interpolationType"] == "ENV_VAR"
+    nonce = doc["parameters"]["nonce"]
+    assert nonce["allowedPattern"] == "^[0-9a-f]{32}$" and "default" not in nonce  # required
+    assert doc["parameters"]["execVersions"] == {**doc["parameters"]["execVersions"], "default": "no",
+                                                 "allowedPattern": "^(yes|no)$"}
     assert document_probe_sha256(text) == probe_sha256(probe_script())
 
 
-@pytest.mark.parametrize("value", ["kubelet; rm -rf /", "$(id)", "`id`", "a'b", "a\nb", "x*", "a|b"])
-def test_binaries_pattern_refuses_shell_syntax(value: str) -> None:
+@pytest.mark.parametrize("value", ["kubelet; rm -rf /", "$(id)", "`id`", "a'b", "a\nb", "x*", "a|b",
+                                   # unclean paths: `..`/`.` segments, `//`, trailing slash, relative
+                                   "/tmp/../usr/bin/runc", "kubelet /opt/../tmp/runc", "/usr/bin/./runc",
+                                   "/usr/bin/..", "/usr/bin/.", "/usr//bin/runc", "//usr/bin/runc", "/usr/bin/",
+                                   "/", "..", ".", "../runc", "bin/runc", "-x", "--exec-versions"])
+def test_binaries_pattern_refuses_shell_syntax_and_unclean_paths(value: str) -> None:
     assert not re.search(BINARIES_PATTERN, value)
+
+
+@pytest.mark.parametrize("value", ["", "kubelet", "kubelet containerd runc", "/usr/bin/kubelet ecs-init",
+                                   "/opt/.hidden/runc", "/opt/.../runc", "c++ a.b_c-d"])
+def test_binaries_pattern_admits_names_and_clean_absolute_paths(value: str) -> None:
+    assert re.search(BINARIES_PATTERN, value)
+
+
+def test_the_nonce_reaches_the_probe_on_stdin_never_as_an_argument() -> None:
+    script = wrapper_script('echo "first=$AMI_NONCE"; echo "args=$*"\n')  # line 1 set AMI_NONCE
+    out = decode_output(_run(script, "kubelet"))
+    assert out.stdout == f"first={NONCE}\nargs=kubelet\n"
+
+
+def test_exec_versions_parameter_becomes_the_probe_flag() -> None:
+    script = wrapper_script('echo "args=$*"\n')
+    assert decode_output(_run(script, "runc", SSM_execVersions="yes")).stdout == "args=--exec-versions runc\n"
+    assert decode_output(_run(script, "runc", SSM_execVersions="no")).stdout == "args=runc\n"
+
+
+def test_run_shell_script_mode_sets_nonce_and_flag_inline_quoted() -> None:
+    script = wrapper_script('echo "first=$AMI_NONCE args=$*"\n', ["runc"], NONCE, exec_versions=True)
+    assert f"SSM_nonce={NONCE}" in script and "SSM_execVersions=yes" in script
+    out = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                         check=True).stdout
+    assert decode_output(out).stdout == f"first={NONCE} args=--exec-versions runc\n"
+    with pytest.raises(ValueError):
+        wrapper_script("true\n", ["runc"], "not-a-nonce")
 
 
 def test_binaries_arrive_as_arguments_not_code() -> None:
@@ -53,7 +95,10 @@ def test_binaries_arrive_as_arguments_not_code() -> None:
 def test_old_agents_fall_back_to_the_substituted_parameter() -> None:
     script = "\n".join(document_content('echo "n=$#"\n', [])["mainSteps"][0]["inputs"]["runCommand"])
     script = script.replace("{{ binaries }}", "kubelet runc")  # what an agent without ENV_VAR support does
-    assert decode_output(_run(script, None)).stdout == "n=2\n"
+    script = script.replace("{{ nonce }}", NONCE).replace("{{ execVersions }}", "no")
+    env = {"PATH": "/usr/bin:/bin"}
+    out = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, env=env, check=True).stdout
+    assert decode_output(out).stdout == "n=2\n"
 
 
 def test_probe_exit_status_and_truncation_are_recovered() -> None:

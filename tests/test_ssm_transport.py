@@ -15,10 +15,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from auditor.app import collect_hosts
+from auditor.collect import framing
 from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.models import HostSpec
 from auditor.transport.ssm import SSMSettings
 from auditor.transport.ssm_document import DOCUMENT_NAME, decode_output, document_json, wrapper_script
+from tests.framing_fixtures import FIXTURE_NONCE
 from tests.ssm_endpoint import AwsStandIns, canned_runner, local_runner
 from tests.ssm_endpoint.recorded import recorded_document_output
 
@@ -59,11 +61,13 @@ def recorded() -> str:
 
 def _big_output(recorded: str, noise_bytes: int = 60_000) -> str:
     """The recorded probe output with incompressible lines before its end mark, framed by the real wrapper."""
-    raw = decode_output(recorded).stdout.replace("@@AMI-AUDITOR-DONE@@\n", "")
+    done = framing.done_marker(FIXTURE_NONCE)
+    raw = decode_output(recorded).stdout.replace(done + "\n", "")
     fake_probe = ("cat <<'RAW'\n" + raw + "RAW\n"
                   f"head -c {noise_bytes} /dev/urandom | od -An -tx1\n"
-                  "echo @@AMI-AUDITOR-DONE@@\n")
-    proc = subprocess.run(["/bin/sh", "-c", wrapper_script(fake_probe, [])], capture_output=True, text=True, check=True)
+                  f"echo '{done}'\n")
+    proc = subprocess.run(["/bin/sh", "-c", wrapper_script(fake_probe, [], FIXTURE_NONCE)], capture_output=True,
+                          text=True, check=True)
     return proc.stdout
 
 
@@ -80,6 +84,7 @@ def test_probe_runs_through_the_document_and_parses(aws: AwsStandIns) -> None:
     assert sent["DocumentName"] == DOCUMENT_NAME
     assert sent["TimeoutSeconds"] == 60 and sent["Parameters"]["executionTimeout"] == ["60"]
     assert sent["Parameters"]["binaries"] == [" ".join(DEFAULT_BINARIES)]
+    assert framing.NONCE_RE.match(sent["Parameters"]["nonce"][0]) and sent["Parameters"]["execVersions"] == ["no"]
 
 
 def test_sendcommand_is_batched_at_50_ids(aws: AwsStandIns, recorded: str) -> None:
@@ -99,6 +104,32 @@ def test_the_endpoint_enforces_the_50_id_limit_botocore_does_not(aws: AwsStandIn
     with pytest.raises(ClientError) as info:
         aws.ssm.send_command(DocumentName=DOCUMENT_NAME, InstanceIds=[iid(i) for i in range(51)])
     assert info.value.response["Error"]["Code"] == "ValidationException"
+
+
+@pytest.mark.parametrize("params", [
+    {"binaries": ["kubelet"]},  # no nonce: the parameter is required
+    {"binaries": ["kubelet"], "nonce": ["x" * 32]},
+    {"binaries": ["kubelet"], "nonce": [FIXTURE_NONCE.upper()]},
+    {"binaries": ["kubelet"], "nonce": [FIXTURE_NONCE + "0"]},
+    {"binaries": ["/tmp/../usr/bin/runc"], "nonce": [FIXTURE_NONCE]},
+    {"binaries": ["/usr/bin//runc"], "nonce": [FIXTURE_NONCE]},
+    {"binaries": ["kubelet"], "nonce": [FIXTURE_NONCE], "execVersions": ["true"]},
+], ids=["missing-nonce", "non-hex", "upper-case", "too-long", "dotdot", "double-slash", "exec-not-yes-no"])
+def test_the_endpoint_refuses_parameters_outside_the_documents_patterns(aws: AwsStandIns, params: dict) -> None:
+    """As AWS does: every value (and the default of one not given) must match its allowedPattern."""
+    aws.endpoint.add_instance(iid(950), local_runner())
+    with pytest.raises(ClientError) as info:
+        aws.ssm.send_command(DocumentName=DOCUMENT_NAME, InstanceIds=[iid(950)], Parameters=params)
+    assert info.value.response["Error"]["Code"] == "InvalidParameters"
+
+
+def test_each_sendcommand_batch_gets_its_own_nonce(aws: AwsStandIns, recorded: str) -> None:
+    for i in range(60):
+        aws.endpoint.add_instance(iid(1000 + i), canned_runner(recorded))
+    results = collect_hosts([spec(1000 + i) for i in range(60)], deadline_s=60)
+    assert all(r.status == "ok" and r.snapshot["probe"]["complete"] for r in results)
+    nonces = [sent["Parameters"]["nonce"][0] for sent in aws.endpoint.sent_commands]
+    assert len(nonces) == 2 and len(set(nonces)) == 2 and FIXTURE_NONCE not in nonces
 
 
 def test_undeliverable_offline_and_unmanaged_instances_get_a_status(aws: AwsStandIns, recorded: str) -> None:

@@ -15,7 +15,7 @@ from .parsers.network import parse_network
 from .parsers.os_release import parse_os
 from .parsers.packages import parse_packages
 from .parsers.systemd import parse_systemd
-from .sections import Section
+from .sections import Section, TamperedOutput
 
 # Shell statuses the probe uses for "this facility is not on the host" (e.g. no systemctl) and for
 # "a runtime fact, not applicable to an unbooted image" (probe run with --root).
@@ -66,6 +66,8 @@ def run_collector(collector: Collector, sections: dict[str, Section]) -> tuple[A
         section = sections.get(name)
         if section is None:
             return None, f"probe section {name!r} missing from output"
+        if section.problem:
+            return None, section.problem
         if section.rc is None:
             return None, f"probe section {name!r} was cut off (output truncated or probe killed)"
         if section.rc == RC_NOT_AVAILABLE:
@@ -74,7 +76,13 @@ def run_collector(collector: Collector, sections: dict[str, Section]) -> tuple[A
             return None, "not applicable to an unbooted image (runtime fact)"
         if section.rc != 0:
             return None, f"probe section {name!r} failed with status {section.rc}"
+    for name in collector.optional:
+        section = sections.get(name)
+        if section is not None and section.problem:
+            return None, section.problem
     try:
         return collector.parse(*_texts(sections, collector.required + collector.optional)), None
+    except TamperedOutput as exc:
+        return None, f"output tampered with (not trusted): {exc}"
     except Exception as exc:  # a parser bug must become an explicit unknown, never a crash
         return None, f"parser error: {type(exc).__name__}: {exc}"

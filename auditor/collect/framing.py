@@ -42,6 +42,13 @@ def nonce_of(script: str) -> str | None:
     return m.group(1) if m else None
 
 
+SECTION_NAME = r"[a-z_]{1,64}"
+START_RE = re.compile(rf"^@@AMI-AUDITOR-SECTION (?P<nonce>[0-9a-f]{{{NONCE_HEX_LEN}}}) (?P<name>{SECTION_NAME})@@$")
+END_RE = re.compile(
+    rf"^@@AMI-AUDITOR-END (?P<nonce>[0-9a-f]{{{NONCE_HEX_LEN}}}) (?P<name>{SECTION_NAME}) rc=(?P<rc>\d{{1,3}})@@$")
+DONE_RE = re.compile(rf"^@@AMI-AUDITOR-DONE (?P<nonce>[0-9a-f]{{{NONCE_HEX_LEN}}})@@$")
+
+
 def start_marker(nonce: str, name: str) -> str:
     return f"@@AMI-AUDITOR-SECTION {nonce} {name}@@"
 

@@ -1,16 +1,33 @@
 # ami-auditor probe: static, read-only POSIX sh (dash/bash/busybox). Sent on stdin, run once.
-# Arguments: [--root DIR] then names or absolute paths of key binaries (validated by the caller).
-# With --root the probe audits an unbooted image mounted at DIR: it reads files below DIR with this
-# machine's tools, never executes the image's binaries, and skips runtime sections (status 5).
-# Prints sections:  @@AMI-AUDITOR-SECTION name@@ ... @@AMI-AUDITOR-END name rc=N@@
+# Its first line, added by the scanner, is `AMI_NONCE=<32 hex>`: a per-run secret every marker carries
+# (auditor/collect/framing.py), so nothing a host prints can open, close or replace a section.
+# Arguments: [--root DIR] [--exec-versions] then names or absolute paths of key binaries (validated by
+# the caller). With --root the probe audits an unbooted image mounted at DIR: it reads files below DIR
+# with this machine's tools, never executes the image's binaries, and skips runtime sections (status 5).
+# Binaries are fingerprinted, never run, unless --exec-versions (then only root-owned, root-only-writable
+# files in a root-only-writable directory chain; see exec_refusal).
+# Prints sections:  @@AMI-AUDITOR-SECTION <nonce> name@@ ... @@AMI-AUDITOR-END <nonce> name rc=N@@
 # Never writes anything, never reads root memory.stat/memory.numa_stat (they walk dying memcgs).
+# No host-controlled string is ever program text (sed/awk/grep patterns, printf formats, eval), and a
+# host value printed inside a section never starts a line of its own (`one`/`put` fold newlines to `?`).
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH LC_ALL=C
+N=${AMI_NONCE:-}
+unset AMI_NONCE  # never passed on to the programs the probe runs
+case $N in *[!0-9a-f]*|'') N=bad ;; esac
+if [ "${#N}" -ne 32 ]; then
+  echo "ami-auditor probe: the script must start with a valid AMI_NONCE line; refusing to run" >&2
+  exit 64
+fi
+NL='
+'
 renice -n 19 -p $$ >/dev/null 2>&1
 ionice -c 3 -p $$ >/dev/null 2>&1
 umask 077
 R=
 if [ "${1:-}" = "--root" ]; then R=${2%/}; shift 2; fi
+EXEC=0
+if [ "${1:-}" = "--exec-versions" ]; then EXEC=1; shift; fi
 RC_OFFLINE=5
 online() { [ -z "$R" ]; }
 
@@ -20,8 +37,13 @@ else
   T() { shift; "$@"; }
 fi
 has() { command -v "$1" >/dev/null 2>&1; }
-sec() { echo "@@AMI-AUDITOR-SECTION $1@@"; }
-end() { printf '\n@@AMI-AUDITOR-END %s rc=%s@@\n' "$1" "$2"; }  # own line even after unterminated output
+sec() { printf '@@AMI-AUDITOR-SECTION %s %s@@\n' "$N" "$1"; }
+end() { printf '\n@@AMI-AUDITOR-END %s %s rc=%s@@\n' "$N" "$1" "$2"; }  # own line even after unterminated output
+oneline() { # oneline TEXT: TEXT with its newlines shown as `?` (no newline added)
+  case $1 in *"$NL"*) printf '%s' "$1" | tr '\n' '?' ;; *) printf '%s' "$1" ;; esac
+}
+one() { oneline "$1"; echo; }  # one TEXT: TEXT as exactly one line
+put() { printf '%s=' "$1"; one "$2"; }  # put KEY VALUE: one `KEY=VALUE` line, whatever VALUE holds
 UNIT_FILES=
 CPU_A=
 CPU_TA=
@@ -30,14 +52,14 @@ run() { # run NAME FUNC: one bounded section, stderr kept out of the parsed stre
   sec "$1"; "$2"; end "$1" "$?"
 }
 catf() { [ -r "$1" ] && cat "$1"; }
-kv() { # kv KEY CMD...: one `KEY=value` line whatever CMD prints (trailing newlines folded)
-  _k=$1; shift; _v=$("$@" 2>/dev/null); printf '%s=%s\n' "$_k" "$_v"
+kv() { # kv KEY CMD...: one `KEY=value` line whatever CMD prints (trailing newlines dropped, others `?`)
+  _k=$1; shift; _v=$("$@" 2>/dev/null); put "$_k" "$_v"
 }
 
 s_meta() {
   echo "probe_version=1"
-  echo "uid=$(id -u)"
-  echo "shell=$(readlink /proc/$$/exe 2>/dev/null)"
+  put uid "$(id -u)"
+  put shell "$(readlink /proc/$$/exe 2>/dev/null)"
   printf 'date_epoch='; date +%s
 }
 
@@ -64,7 +86,7 @@ s_imds() {
   for k in instance-id ami-id instance-type placement/availability-zone \
            placement/availability-zone-id placement/region; do
     v=$(T 3 curl -s -f -m 1 -H "X-aws-ec2-metadata-token: $tok" \
-        "http://169.254.169.254/latest/meta-data/$k" 2>/dev/null) && echo "$k=$v"
+        "http://169.254.169.254/latest/meta-data/$k" 2>/dev/null) && put "$k" "$v"
   done
   return 0
 }
@@ -109,7 +131,7 @@ s_systemd_version() {
     for f in "$R"/usr/lib/systemd/libsystemd-shared-*.so "$R"/lib/systemd/libsystemd-shared-*.so \
              "$R"/usr/lib/*/systemd/libsystemd-shared-*.so; do
       [ -e "$f" ] || continue
-      v=${f##*libsystemd-shared-}; echo "systemd ${v%%[.-]*}"; return 0
+      v=${f##*libsystemd-shared-}; one "systemd ${v%%[.-]*}"; return 0
     done
     [ -d "$R/etc/systemd/system" ] && echo "systemd unknown" && return 0
     return 3
@@ -175,7 +197,7 @@ s_cgroups() {
     for f in /sys/fs/cgroup/cgroup.stat /sys/fs/cgroup/*.slice/cgroup.stat \
              /sys/fs/cgroup/kubepods*/cgroup.stat; do
       [ -r "$f" ] || continue
-      echo "@ ${f#/sys/fs/cgroup/}"
+      one "@ ${f#/sys/fs/cgroup/}"
       cat "$f"
     done
     echo '--- v2_controllers'
@@ -184,10 +206,31 @@ s_cgroups() {
   return 0
 }
 
+unsafe_owner() { # unsafe_owner PATH: why PATH is not root-owned and root-only-writable (nothing when it is)
+  _s=$(stat -c '%u %a' "$1" 2>/dev/null) || { printf 'cannot stat %s' "$1"; return 0; }
+  _u=${_s%% *}; _m=${_s#* }
+  if [ "$_u" != 0 ]; then printf '%s is owned by uid %s, not root' "$1" "$_u"; return 0; fi
+  case $_m in *[2367]?|*[2367]) printf '%s is group- or world-writable (mode %s)' "$1" "$_m" ;; esac
+  return 0
+}
+
+exec_refusal() { # exec_refusal FILE: why FILE (resolved) may not be run as root; nothing when it may
+  case $1 in /*) ;; *) printf 'path could not be resolved'; return 0 ;; esac
+  [ -f "$1" ] || { printf '%s is not a regular file' "$1"; return 0; }
+  _w=$(unsafe_owner "$1"); [ -n "$_w" ] && { printf '%s' "$_w"; return 0; }
+  _d=${1%/*}
+  while :; do
+    _w=$(unsafe_owner "${_d:-/}"); [ -n "$_w" ] && { printf 'directory %s' "$_w"; return 0; }
+    [ -n "$_d" ] || return 0
+    _d=${_d%/*}
+  done
+}
+
 s_binaries() {
-  # One block per requested binary: path, stat, sha256, owner package, version, URL evidence.
+  # One block per requested binary: path, stat, sha256, owner package and its version, URL evidence.
+  # Never runs a binary unless --exec-versions, and then only what exec_refusal allows.
   for b in "$@"; do
-    echo "@ $b"
+    printf '@ %s\n' "$b"
     case $b in
       /*) p=$b ;;
       *) p=
@@ -203,35 +246,61 @@ s_binaries() {
     esac
     if [ -z "$p" ] || [ ! -f "$R$p" ]; then echo "found=0"; continue; fi
     echo "found=1"
-    echo "path=$p"
+    put path "$p"
     rp=$(readlink -f "$R$p" 2>/dev/null); rp=${rp#"$R"}
-    echo "realpath=$rp"
-    echo "stat=$(stat -Lc '%s %Y %d %i %a %U' "$R$p" 2>/dev/null)"
-    echo "sha256=$(T 20 sha256sum "$R$p" 2>/dev/null | cut -d' ' -f1)"
+    put realpath "$rp"
+    put stat "$(stat -Lc '%s %Y %d %i %a %U' "$R$p" 2>/dev/null)"
+    put sha256 "$(T 20 sha256sum < "$R$p" 2>/dev/null | cut -d' ' -f1)"
+    v= src=none
     if has dpkg-query && [ -d "$R/var/lib/dpkg" ]; then
       # one query for the path, its merged-/usr twin and its resolved target
-      o=$(T 10 dpkg-query --admindir="$R/var/lib/dpkg" -S "$p" "${p#/usr}" "$rp" 2>/dev/null | head -n 1)
-      [ -n "$o" ] && echo "dpkg_owner=${o%%:*}"
+      o=$(T 10 dpkg-query --admindir="$R/var/lib/dpkg" -S "$p" "${p#/usr}" "${rp:-$p}" 2>/dev/null |
+          grep -v '^diversion by ' | head -n 1)
+      if [ -n "$o" ]; then
+        put dpkg_owner "${o%%:*}"
+        o=${o%%:*}; o=${o%%,*}
+        v=$(T 10 dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${Version}' -- "$o" 2>/dev/null | head -n 1)
+        put dpkg_version "$v"
+      fi
     fi
     if has rpm && { online || [ -d "$R/var/lib/rpm" ]; }; then
       o=$(T 10 rpm ${R:+--root "$R"} -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p" 2>/dev/null | head -n 1)
-      case $o in *"not owned"*|"") ;; *) echo "rpm_owner=$o" ;; esac
-    fi
-    v=
-    if online; then  # never run an image's binaries
-      case ${p##*/} in
-        kubelet|kubectl|kube-proxy) v=$(T 3 "$p" --version 2>&1 | head -n 1) ;;
-        containerd|dockerd|docker|runc|crictl|nvidia-container-runtime) v=$(T 3 "$p" --version 2>&1 | head -n 1) ;;
-        nvidia-smi) v=$(T 5 "$p" --version 2>&1 | grep -i 'driver version' | head -n 1) ;;
+      case $o in
+        *"not owned"*|"") ;;
+        *) put rpm_owner "$o"; o=${o#*"	"}; v=${o%%"	"*} ;;
       esac
     fi
-    echo "version=$v"
+    [ -n "$v" ] && src=package
+    why=
+    if [ "$EXEC" = 1 ]; then
+      if ! online; then
+        why="an image's binaries are never run"
+      else
+        case ${p##*/} in
+          kubelet|kubectl|kube-proxy|containerd|dockerd|docker|runc|crictl|nvidia-container-runtime|nvidia-smi)
+            why=$(exec_refusal "$rp") ;;
+          *) why="no known version flag for ${p##*/}" ;;
+        esac
+      fi
+      if [ -z "$why" ]; then
+        case ${p##*/} in
+          nvidia-smi) ev=$(T 5 "$rp" --version 2>&1 | grep -i 'driver version' | head -n 1) ;;
+          *) ev=$(T 3 "$rp" --version 2>&1 | head -n 1) ;;
+        esac
+        [ -n "$ev" ] && v=$ev && src=exec
+      fi
+    fi
+    put version "$v"
+    printf 'version_source=%s\n' "$src"
+    [ -n "$why" ] && put version_refused "$why"
     n=${p##*/}
+    nre=$(printf '%s' "$n" | sed 's/[.+]/[&]/g')  # the validated name as a literal in the ERE below
     for f in /var/log/cloud-init-output.log /var/lib/cloud/instance/user-data.txt \
              /var/lib/cloud/instance/scripts/* /etc/eks/release /var/log/user-data.log; do
       [ -r "$R$f" ] || continue
-      T 5 grep -ohE "(https?|s3)://[^ \"'<>]*/$n([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$R$f" 2>/dev/null |
-        head -n 5 | sed "s|^|url=$f |"
+      fq=$(oneline "$f" | tr ' ' '?')  # a host-chosen file name: data only, one field
+      T 5 grep -ohE "(https?|s3)://[^ \"'<>]*/$nre([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$R$f" 2>/dev/null |
+        head -n 5 | while IFS= read -r u; do printf 'url=%s %s\n' "$fq" "$u"; done
     done
   done
   return 0
@@ -248,7 +317,7 @@ s_ecs() {
   fi
   for f in "$R"/var/log/ecs/ecs-init.log "$R"/var/log/ecs/ecs-init.log.*; do
     [ -r "$f" ] || continue
-    printf 'log=%s ' "${f#"$R"}"
+    printf 'log='; oneline "${f#"$R"}"; printf ' '
     grep -c 'Agent exited with code' "$f"
     grep 'Agent exited with code' "$f" | tail -n 1 | sed 's/^/last_exit=/'
   done
@@ -264,7 +333,7 @@ s_network() {
     n=${i##*/}
     [ "$n" = lo ] && continue
     drv=$(basename "$(readlink "$i/device/driver/module" 2>/dev/null)" 2>/dev/null)
-    echo "@ $n driver=${drv:-none} operstate=$(catf "$i/operstate") mtu=$(catf "$i/mtu")"
+    one "@ $n driver=${drv:-none} operstate=$(catf "$i/operstate") mtu=$(catf "$i/mtu")"
     [ -n "$drv" ] || continue
     if has ethtool; then
       T 3 ethtool -i "$n" 2>/dev/null | sed 's/^/info /'
@@ -300,15 +369,15 @@ s_cpu() {
   online || return $RC_OFFLINE
   [ -n "$CPU_A" ] || return 1
   n=$(grep -c '^processor' /proc/cpuinfo)
-  echo "ncpu=$n"
+  printf 'ncpu=%s\n' "$n"
   grep -m 1 '^model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: */model=/'
   rest=$(awk -v t0="$CPU_T0" '{ r = 1.05 - ($1 - t0); if (r > 0) printf "%.2f", r; else print 0 }' /proc/uptime)
   [ "$rest" != 0 ] && sleep "$rest"
   b=$(grep '^cpu' /proc/stat)
   tb=$(grep -H '' /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null)
   awk -v t0="$CPU_T0" '{ printf "window_s=%.2f\n", $1 - t0 }' /proc/uptime
-  echo '--- stat1'; echo "$CPU_A"
-  echo '--- stat2'; echo "$b"
+  echo '--- stat1'; printf '%s\n' "$CPU_A"
+  echo '--- stat2'; printf '%s\n' "$b"
   echo '--- threads'
   printf '%s\n@@\n%s\n' "$CPU_TA" "$tb" | awk '
     function parse(line,   p, k, r, rest, f, head) {
@@ -320,14 +389,22 @@ s_cpu() {
       COMM = substr(head, index(head, "(") + 1); COMM = substr(COMM, 1, length(COMM) - 1)
       TICKS = f[12] + f[13]; SYS = f[13]; CPU = f[37]
     }
-    $0 == "@@" { second = 1; next }
-    {
-      parse($0); key = PID "/" TID
-      if (!second) { t0[key] = TICKS; s0[key] = SYS; next }
-      if (!(key in t0)) next
+    function take(line) {
+      if (line == "") return
+      parse(line); key = PID "/" TID
+      if (!second) { t0[key] = TICKS; s0[key] = SYS; return }
+      if (!(key in t0)) return
       d = TICKS - t0[key]
       if (d >= 5) { gsub(/[ \t]/, "_", COMM); print PID, TID, CPU, d, SYS - s0[key], COMM }
-    }'
+    }
+    # grep -H prints "FILE:line" per line; a newline inside a thread name (comm) continues the same FILE
+    $0 == "@@" { take(rec); rec = ""; last = ""; second = 1; next }
+    {
+      k = index($0, ":"); f = substr($0, 1, k - 1)
+      if (f == last) { rec = rec "?" substr($0, k + 1); next }
+      take(rec); rec = $0; last = f
+    }
+    END { take(rec) }'
   return 0
 }
 
@@ -365,5 +442,5 @@ run kernel_log s_kernel_log
 run cpu s_cpu
 run packages s_packages
 sec cost; times; end cost 0  # CPU the probe spent here: shell, then children (user sys)
-echo "@@AMI-AUDITOR-DONE@@"
+printf '@@AMI-AUDITOR-DONE %s@@\n' "$N"
 exit 0

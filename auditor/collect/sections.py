@@ -1,52 +1,93 @@
-"""Split the probe's raw stdout into named sections (pure; no I/O)."""
+"""Split the probe's raw stdout into named sections (pure; no I/O).
+
+Only markers carrying this run's nonce (collect/framing.py) open or close a section; any other line,
+marker-like or not, is body text. A section that appears twice is tampering: it is kept as an error,
+never silently replaced. Lines are split on `\n` only; the other characters Python treats as line
+breaks (\r, \v, \f, \x1c-\x1e, \x85, \u2028, \u2029) are neutralized in bodies (a CRLF line end
+is dropped, the rest become U+FFFD), so a parser's `splitlines()` sees exactly the probe's lines.
+"""
 
 from __future__ import annotations
 
+import hmac
 import re
 from dataclasses import dataclass
 
-_START = re.compile(r"^@@AMI-AUDITOR-SECTION (?P<name>[a-z_]+)@@$")
-_END = re.compile(r"^@@AMI-AUDITOR-END (?P<name>[a-z_]+) rc=(?P<rc>\d+)@@$")
-DONE_MARK = "@@AMI-AUDITOR-DONE@@"
+from .framing import DONE_RE, END_RE, START_RE
+
+_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+class TamperedOutput(ValueError):
+    """Probe output whose structure a host could only produce by forging it (e.g. a repeated key)."""
 
 
 @dataclass(frozen=True)
 class Section:
-    """One section of probe output: its text and the shell status it ended with (None: cut off)."""
+    """One section of probe output: its text and the shell status it ended with (None: cut off).
+
+    `problem` is set when the section cannot be trusted (it appeared more than once)."""
 
     name: str
     body: str
     rc: int | None
+    problem: str | None = None
 
     @property
     def complete(self) -> bool:
-        return self.rc is not None
+        return self.rc is not None and self.problem is None
 
 
-def split_sections(raw: str) -> tuple[dict[str, Section], bool]:
-    """Return the sections by name and whether the probe ran to its end marker."""
+def _clean(line: str) -> str:
+    if line.endswith("\r"):
+        line = line[:-1]
+    return _OTHER_BREAKS.sub("\ufffd", line)
+
+
+def _is(m: re.Match[str] | None, nonce: str) -> bool:
+    return m is not None and hmac.compare_digest(m.group("nonce"), nonce)
+
+
+def split_sections(raw: str, nonce: str) -> tuple[dict[str, Section], bool]:
+    """Return the sections by name and whether the probe ran to its end marker (both with `nonce`)."""
     sections: dict[str, Section] = {}
+    seen: dict[str, int] = {}
     name: str | None = None
     lines: list[str] = []
     done = False
-    for line in raw.splitlines():
+
+    def keep(section: Section) -> None:
+        seen[section.name] = seen.get(section.name, 0) + 1
+        if seen[section.name] > 1:
+            section = Section(section.name, "", None,
+                              f"probe section {section.name!r} appeared {seen[section.name]} times: "
+                              "output tampered with (not trusted)")
+        sections[section.name] = section
+
+    for line in raw.split("\n"):
         if name is None:
-            m = _START.match(line)
-            if m:
+            m = START_RE.match(line)
+            if _is(m, nonce):
+                assert m is not None
                 name, lines = m.group("name"), []
-            elif line == DONE_MARK:
+            elif _is(DONE_RE.match(line), nonce):
                 done = True
             continue
-        m = _END.match(line)
-        if m and m.group("name") == name:
+        m = END_RE.match(line)
+        if _is(m, nonce) and m is not None and m.group("name") == name:
             if lines and lines[-1] == "":  # the newline the probe puts before every end marker
                 lines.pop()
-            sections[name] = Section(name, "\n".join(lines), int(m.group("rc")))
+            keep(Section(name, "\n".join(lines), int(m.group("rc"))))
             name = None
+        elif _is(START_RE.match(line), nonce):  # a new section before this one ended: this one was cut
+            keep(Section(name, "\n".join(lines), None))
+            m2 = START_RE.match(line)
+            assert m2 is not None
+            name, lines = m2.group("name"), []
         else:
-            lines.append(line)
+            lines.append(_clean(line))
     if name is not None:  # output cut off mid-section
-        sections[name] = Section(name, "\n".join(lines), None)
+        keep(Section(name, "\n".join(lines), None))
     return sections, done
 
 
@@ -61,24 +102,33 @@ def kv_lines(text: str, sep: str = "=") -> dict[str, str]:
 
 
 def subsections(text: str, marker: str = "--- ") -> dict[str, str]:
-    """Split a section body on `--- name` lines; text before the first marker is under ''."""
+    """Split a section body on `--- name` lines; text before the first marker is under ''.
+
+    A repeated marker is tampering (the probe prints each once and no host value can start a line)."""
     parts: dict[str, list[str]] = {"": []}
     current = ""
     for line in text.splitlines():
         if line.startswith(marker):
             current = line[len(marker):].strip()
+            if current in parts:
+                raise TamperedOutput(f"sub-section {current!r} appears twice")
             parts[current] = []
         else:
             parts[current].append(line)
     return {k: "\n".join(v) for k, v in parts.items()}
 
 
-def blocks(text: str, marker: str = "@ ") -> list[tuple[str, list[str]]]:
-    """Split on `@ header` lines → [(header, body lines)]; lines before the first header dropped."""
+def blocks(text: str, marker: str = "@ ", unique: bool = False) -> list[tuple[str, list[str]]]:
+    """Split on `@ header` lines → [(header, body lines)]; lines before the first header dropped.
+
+    `unique`: a header seen twice is tampering (raises TamperedOutput)."""
     out: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
         if line.startswith(marker):
-            out.append((line[len(marker):].strip(), []))
+            header = line[len(marker):].strip()
+            if unique and any(h == header for h, _ in out):
+                raise TamperedOutput(f"block {header!r} appears twice")
+            out.append((header, []))
         elif out:
             out[-1][1].append(line)
     return out

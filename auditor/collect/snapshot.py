@@ -11,8 +11,9 @@ from ..models import CommandResult, HostSpec
 from .collectors import COLLECTORS, run_collector
 from .image_sections import confinement_error
 from .parsers.identity import parse_host
-from .sections import split_sections
+from .sections import Section, split_sections
 
+_NONE = Section("", "", None)
 HOST_LABEL_FACTS = ("az", "az_id", "ami_id", "instance_type", "region")
 _TIMES = re.compile(r"(?<![\d.])(\d{1,9})m(\d{1,9}(?:\.\d{1,9})?)s")  # bounded: `0m..s` or 5,000 digits are no time
 
@@ -27,13 +28,19 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def build_snapshot(spec: HostSpec, result: CommandResult, collected_at: str | None = None) -> dict[str, Any]:
-    """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None`."""
-    sections, done = split_sections(result.stdout)
+def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
+                   collected_at: str | None = None) -> dict[str, Any]:
+    """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None`.
+
+    `nonce` is the one this run handed the probe (collect/framing.py): only its markers count."""
+    sections, done = split_sections(result.stdout, nonce)
     errors: dict[str, str] = {}
     if not done:
         why = "output truncated" if result.truncated else f"probe exited with status {result.exit_status}"
         errors["probe"] = f"probe did not finish ({why}); stderr: {result.stderr.strip()[-300:]}"
+    tampered = sorted(name for name, section in sections.items() if section.problem)
+    if tampered:
+        errors["framing"] = "sections repeated (output tampered with, not trusted): " + ", ".join(tampered)
     if confined := confinement_error(sections):  # image:// only: links out of the root, refused reads
         errors["image"] = confined
     facts: dict[str, Any] = {}
@@ -53,7 +60,7 @@ def build_snapshot(spec: HostSpec, result: CommandResult, collected_at: str | No
         "collected_at": collected_at or now_iso(),
         "probe": {
             "duration_s": round(result.duration_s, 3),
-            "cpu_s": probe_cpu_seconds(sections["cost"].body) if "cost" in sections else None,
+            "cpu_s": probe_cpu_seconds(sections["cost"].body) if sections.get("cost", _NONE).complete else None,
             "exit_status": result.exit_status,
             "complete": done,
             "truncated": result.truncated,

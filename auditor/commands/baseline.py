@@ -44,7 +44,7 @@ def _snapshot(args: argparse.Namespace, env: Env) -> dict | int:
             raise InputError(f"--host {args.host!r}: no such host in the targets/inventory")
     if len(specs) != 1:
         raise InputError(f"a baseline comes from one host; got {len(specs)} (pick one with --host NAME)")
-    result = collect_host(specs[0], args.binary or DEFAULT_BINARIES, args.deadline)
+    result = collect_host(specs[0], args.binary or DEFAULT_BINARIES, args.deadline, args.exec_versions)
     if result.snapshot is None:
         env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
         return exitcodes.INCOMPLETE

@@ -34,6 +34,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
     results = collect_hosts(
         specs, parallel=args.parallel, binaries=args.binary or DEFAULT_BINARIES,
         deadline_s=args.deadline, progress=progress_printer(env), notes=args.notes,
+        exec_versions=args.exec_versions,
     )
     for note in args.notes:
         env.err(f"note: {note}")

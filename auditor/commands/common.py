@@ -29,6 +29,9 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
                         help=f"wall-clock limit per host, at most {MAX_DEADLINE_S:.0f} (default 60)")
     parser.add_argument("--binary", action="append", default=None, metavar="NAME",
                         help=f"key binary to fingerprint (repeatable; default: {', '.join(DEFAULT_BINARIES)})")
+    parser.add_argument("--exec-versions", action="store_true",
+                        help="also run `BINARY --version` (as the probe's user, usually root) when the file and "
+                             "every directory above it are root-owned and writable by root only; off by default")
     add_aws_options(parser)
 
 

@@ -63,6 +63,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
     results = collect_hosts(
         specs, parallel=args.parallel, binaries=args.binary or DEFAULT_BINARIES,
         deadline_s=args.deadline, progress=progress_printer(env), notes=args.notes,
+        exec_versions=args.exec_versions,
     )
     report = Report(hosts=results, generated_at=now_iso(), fail_on=args.fail_on, notes=list(args.notes))
     snapshots = [r.snapshot for r in results if r.snapshot is not None]

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..collect.framing import new_nonce, nonce_of
+from ..collect.probe import EXEC_VERSIONS_FLAG
 from ..errors import AuthFailed, ProbeTimeout, TransportError, Unreachable
 from ..models import CommandResult, HostSpec
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
@@ -77,7 +79,10 @@ def aws_clients(region: str | None, profile: str | None, *names: str) -> list[An
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, NoRegionError, ProfileNotFound
 
-    config = Config(retries={"mode": "adaptive", "max_attempts": 10}, connect_timeout=10, read_timeout=30)
+    # Few attempts per call (worst backoff ~3 s): under persistent throttling 10 attempts took ~50 s per call
+    # and held a scan for minutes past its deadline. The poll loop retries every round until the deadline,
+    # and SendCommand is retried while the deadline allows (SSMBatch.throttled).
+    config = Config(retries={"mode": "adaptive", "max_attempts": 3}, connect_timeout=10, read_timeout=30)
     try:
         session = boto3.Session(profile_name=profile, region_name=region)
         return [session.client(name, config=config) for name in names]
@@ -139,6 +144,7 @@ def _norm(text: str | None) -> str:
 
 
 TERMINAL = {"success", "cancelled", "timedout", "failed"}
+THROTTLING = ("ThrottlingException", "Throttling", "RequestLimitExceeded", "TooManyRequestsException")
 
 
 def status_error(inv: dict[str, Any]) -> TransportError | None:
@@ -195,7 +201,12 @@ class Sent:
 
 
 class SSMBatch:
-    """One run of a script on many instances that share settings (region, profile, document, bucket)."""
+    """One run of a script on many instances that share settings (region, profile, document, bucket).
+
+    Framing: every SendCommand carries its own fresh nonce (document parameter `nonce`, or set inline in
+    AWS-RunShellScript mode) and each result records it. A script that already carries one (`with_nonce`,
+    the single-host path) keeps it. Instances of one command share its nonce; none can see another's output.
+    """
 
     s3_limit = MAX_S3_OUTPUT_BYTES
     max_output = DEFAULT_MAX_OUTPUT  # decompressed probe output kept per host
@@ -203,8 +214,11 @@ class SSMBatch:
     def __init__(self, settings: SSMSettings, script: str, args: list[str], deadline_s: float,
                  clients: tuple[Any, Any] | None = None, sleep: Callable[[float], None] = time.sleep):
         self.settings = settings
-        self.script = script
-        self.args = args
+        self.fixed_nonce = nonce_of(script)
+        self.script = script.split("\n", 1)[1] if self.fixed_nonce else script
+        self.exec_versions = bool(args) and args[0] == EXEC_VERSIONS_FLAG
+        self.args = args[1:] if self.exec_versions else args
+        self.nonces: dict[str, str] = {}  # command id → the nonce it was sent with
         self.deadline_s = deadline_s
         self.exec_timeout = max(1, math.ceil(deadline_s))
         self.delivery_timeout = max(MIN_DELIVERY_TIMEOUT_S, self.exec_timeout)
@@ -222,6 +236,7 @@ class SSMBatch:
         """
         out: dict[str, Outcome] = {}
         ping = dict(known_ping or {})
+        self.until = time.monotonic() + self.deadline_s
         try:
             self.check_document()
             ping.update(ping_statuses(self.ssm, [i for i in instance_ids if i not in ping]))
@@ -241,7 +256,7 @@ class SSMBatch:
         if self.settings.targets and online:
             waves = self.waves(len(online))
             try:
-                command_id = self.send_targets(waves)
+                command_id = self.throttled(lambda: self.send_targets(waves))
             except Exception as exc:  # noqa: BLE001
                 out.update(dict.fromkeys(online, error_for_aws(exc, "SendCommand")))
             else:
@@ -250,13 +265,26 @@ class SSMBatch:
         else:
             for batch in chunks(online):
                 try:
-                    command_id = self.send(batch)
+                    command_id = self.throttled(lambda b=batch: self.send(b))
                 except Exception as exc:  # noqa: BLE001 - the batch's hosts get the error, the rest go on
                     out.update(dict.fromkeys(batch, error_for_aws(exc, "SendCommand")))
                     continue
                 pending[command_id] = Sent(set(batch), time.monotonic() + self.deadline_s + grace)
         out.update(self.poll(pending))
         return out
+
+    def throttled(self, call: Callable[[], str]) -> str:
+        """`call()` (a SendCommand), retried with jittered backoff while SSM throttles it and the deadline
+        allows; then its error stands."""
+        delay = 0.5
+        while True:
+            try:
+                return call()
+            except Exception as exc:
+                if _aws_error(exc)[0] not in THROTTLING or time.monotonic() + delay > self.until:
+                    raise
+            self.sleep(delay * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, 4.0)
 
     def waves(self, expected: int) -> int:
         """How many rounds of MaxConcurrency instances the expected targets take (≥ 1)."""
@@ -283,8 +311,11 @@ class SSMBatch:
     def send(self, instance_ids: list[str]) -> str:
         """SendCommand for ≤ 50 instance ids; returns the command id."""
         assert 0 < len(instance_ids) <= MAX_IDS_PER_COMMAND
-        return self.ssm.send_command(InstanceIds=instance_ids, **self.command_kwargs(self.delivery_timeout))[
-            "Command"]["CommandId"]
+        nonce = self.fixed_nonce or new_nonce()
+        command_id = self.ssm.send_command(InstanceIds=instance_ids,
+                                           **self.command_kwargs(self.delivery_timeout, nonce))["Command"]["CommandId"]
+        self.nonces[command_id] = nonce
+        return command_id
 
     def send_targets(self, waves: int) -> str:
         """ONE SendCommand with the tag Targets, MaxConcurrency and MaxErrors; returns the command id.
@@ -294,21 +325,26 @@ class SSMBatch:
         targets = [{"Key": key, "Values": list(values)} for key, values in self.settings.targets]
         assert 0 < len(targets) <= MAX_TARGET_KEYS and all(len(t["Values"]) <= MAX_TARGET_VALUES for t in targets)
         delivery = min(MAX_DELIVERY_TIMEOUT_S, max(self.delivery_timeout, waves * self.exec_timeout))
-        kwargs = self.command_kwargs(delivery)
-        return self.ssm.send_command(Targets=targets, MaxConcurrency=self.settings.max_concurrency,
-                                     MaxErrors=self.settings.max_errors, **kwargs)["Command"]["CommandId"]
+        nonce = self.fixed_nonce or new_nonce()
+        kwargs = self.command_kwargs(delivery, nonce)
+        command_id = self.ssm.send_command(Targets=targets, MaxConcurrency=self.settings.max_concurrency,
+                                           MaxErrors=self.settings.max_errors, **kwargs)["Command"]["CommandId"]
+        self.nonces[command_id] = nonce
+        return command_id
 
-    def command_kwargs(self, delivery_timeout: int) -> dict[str, Any]:
-        """SendCommand's arguments other than what it targets: document, parameters, timeouts, S3."""
+    def command_kwargs(self, delivery_timeout: int, nonce: str) -> dict[str, Any]:
+        """SendCommand's arguments other than what it targets: document, parameters (with this command's
+        framing nonce), timeouts, S3."""
         kwargs: dict[str, Any] = {"TimeoutSeconds": delivery_timeout, "Comment": "ami-auditor probe (read-only)"}
         if self.settings.document is None:
             kwargs["DocumentName"] = RUN_SHELL_SCRIPT
-            kwargs["Parameters"] = {"commands": wrapper_script(self.script, self.args).splitlines(),
-                                    "executionTimeout": [str(self.exec_timeout)]}
+            commands = wrapper_script(self.script, self.args, nonce, self.exec_versions).splitlines()
+            kwargs["Parameters"] = {"commands": commands, "executionTimeout": [str(self.exec_timeout)]}
         else:
             kwargs["DocumentName"] = self.settings.document
             kwargs["DocumentVersion"] = "$DEFAULT"
-            kwargs["Parameters"] = {"binaries": [" ".join(self.args)],
+            kwargs["Parameters"] = {"binaries": [" ".join(self.args)], "nonce": [nonce],
+                                    "execVersions": ["yes" if self.exec_versions else "no"],
                                     "executionTimeout": [str(self.exec_timeout)]}
         if self.settings.s3_bucket:
             kwargs["OutputS3BucketName"] = self.settings.s3_bucket
@@ -400,13 +436,16 @@ class SSMBatch:
         try:
             inv = self.ssm.get_command_invocation(CommandId=command_id, InstanceId=instance_id)
         except Exception as exc:  # noqa: BLE001
-            code, _ = _aws_error(exc)
-            if code in ("InvocationDoesNotExist", "ThrottlingException"):
+            code, message = _aws_error(exc)
+            if code in THROTTLING:
+                self.poll_error = f"{code}: {message}"  # named when the deadline passes
+            if code == "InvocationDoesNotExist" or code in THROTTLING:
                 return None
             return error_for_aws(exc, "GetCommandInvocation")
         if _norm(inv.get("Status")) not in TERMINAL:
             return None
-        return self.outcome(inv)
+        outcome = self.outcome(inv)
+        return replace(outcome, nonce=self.nonces.get(command_id)) if isinstance(outcome, CommandResult) else outcome
 
     def outcome(self, inv: dict[str, Any]) -> Outcome:
         stdout = inv.get("StandardOutputContent") or ""

@@ -2,9 +2,14 @@
 
 The document (schema 2.2, one `aws:runShellScript` step) carries the probe base64-encoded, so no
 `{{ … }}` in the probe can be mistaken for a document parameter. Its parameters:
-- `binaries`: space-separated names/paths, `allowedPattern` limited to shell-inert characters and
-  `interpolationType: ENV_VAR` (the agent exports `SSM_binaries`; agents older than 3.3.2746 fall
-  back to substituting it into a single-quoted string, which the pattern keeps inert);
+- `binaries`: space-separated bare names or clean absolute paths (no `.`/`..` segments, no `//`, no
+  trailing `/`; `allowedPattern` admits nothing else, all shell-inert) with `interpolationType: ENV_VAR`
+  (the agent exports `SSM_binaries`; agents older than 3.3.2746 fall back to substituting it into a
+  single-quoted string, which the pattern keeps inert);
+- `nonce`: the run's framing nonce (32 lowercase hex, collect/framing.py), fed to the probe as the first
+  line of its stdin (`AMI_NONCE=…`), never as an argument; same ENV_VAR style;
+- `execVersions`: `yes` lets the probe run `--version` of root-only binaries (`--exec-versions`), `no`
+  (default) never runs them; same ENV_VAR style;
 - `executionTimeout`: seconds, used as the step's `timeoutSeconds`.
 
 The script prints `HEADER`, then the probe's stdout (plus an exit-status trailer) gzip-compressed and
@@ -26,6 +31,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..collect.framing import NONCE_RE
+from ..collect.probe import CLEAN_PATH, EXEC_VERSIONS_FLAG, NAME
 from .base import DEFAULT_MAX_OUTPUT
 
 DOCUMENT_NAME = "AmiAuditor-Probe"
@@ -33,16 +40,22 @@ STEP_NAME = "probe"
 HEADER = "AMI-AUDITOR-SSM/1"
 FOOTER = "AMI-AUDITOR-SSM/1 end"
 EXIT_MARK = re.compile(r"\n?@@AMI-AUDITOR-EXIT (\d+)@@\n?$")
-BINARIES_PATTERN = r"^[A-Za-z0-9._+/ -]{0,4000}$"
+_ITEM = rf"({NAME}|{CLEAN_PATH})"
+# bare names or clean absolute paths only; plain groups (portable to the service's regex engine), and no
+# nested ambiguity: segments start with distinct characters and stop at `/` or ` ` (linear matching)
+BINARIES_PATTERN = rf"^ *({_ITEM}( +{_ITEM})*)? *$".replace("(?:", "(")
+NONCE_PATTERN = r"^[0-9a-f]{32}$"
+EXEC_VERSIONS_PATTERN = r"^(yes|no)$"
 TIMEOUT_PATTERN = r"^([1-9][0-9]{0,4}|1[0-6][0-9]{4}|17[0-1][0-9]{3}|172[0-7][0-9]{2}|172800)$"
 STDOUT_CAP = 24_000  # GetCommandInvocation.StandardOutputContent keeps this many characters
 STDERR_CAP = 8_000
 
 _PROBE_FN = """\
 ami_auditor_probe() {{
-  base64 -d <<'AMI_AUDITOR_PROBE_B64' | /bin/sh -s -- "$@"
+  {{ printf 'AMI_NONCE=%s\\n' "$SSM_nonce"; base64 -d <<'AMI_AUDITOR_PROBE_B64'
 {b64}
 AMI_AUDITOR_PROBE_B64
+  }} | /bin/sh -s -- "$@"
   echo "@@AMI-AUDITOR-EXIT $?@@"
 }}"""
 
@@ -50,6 +63,7 @@ _MAIN = f"""\
 set -f
 set -- $SSM_binaries
 set +f
+if [ "$SSM_execVersions" = yes ]; then set -- {EXEC_VERSIONS_FLAG} "$@"; fi
 if command -v gzip >/dev/null 2>&1; then
   echo "{HEADER} gzip-base64"
   ami_auditor_probe "$@" | gzip -c | base64 | tr -d '\\n'
@@ -61,18 +75,27 @@ fi
 echo "{FOOTER}"
 exit 0"""
 
-_DOC_FALLBACK = "if [ -z \"${SSM_binaries+x}\" ]; then SSM_binaries='{{ binaries }}'; fi"
+_DOC_FALLBACK = "\n".join(
+    f"if [ -z \"${{SSM_{name}+x}}\" ]; then SSM_{name}='{{{{ {name} }}}}'; fi"
+    for name in ("binaries", "nonce", "execVersions"))
 
 
 def probe_sha256(script: str) -> str:
     return hashlib.sha256(script.encode()).hexdigest()
 
 
-def wrapper_script(probe: str, binaries: list[str] | None = None) -> str:
-    """The shell text SSM runs. With `binaries` (AWS-RunShellScript mode) they are set here, quoted;
-    without, they come from the document parameter `binaries`."""
+def wrapper_script(probe: str, binaries: list[str] | None = None, nonce: str | None = None,
+                   exec_versions: bool = False) -> str:
+    """The shell text SSM runs. With `binaries` (AWS-RunShellScript mode) they, the framing `nonce` and
+    `exec_versions` are set here, quoted; without, they come from the document's parameters."""
     b64 = "\n".join(textwrap.wrap(base64.b64encode(probe.encode()).decode(), 76))
-    head = _DOC_FALLBACK if binaries is None else "SSM_binaries=" + shlex.quote(" ".join(binaries))
+    if binaries is None:
+        head = _DOC_FALLBACK
+    else:
+        if nonce is None or not NONCE_RE.match(nonce):
+            raise ValueError("AWS-RunShellScript mode needs the run's framing nonce")
+        head = "\n".join(["SSM_binaries=" + shlex.quote(" ".join(binaries)), "SSM_nonce=" + shlex.quote(nonce),
+                          "SSM_execVersions=" + ("yes" if exec_versions else "no")])
     return "\n".join(["#!/bin/sh", f"# ami-auditor probe sha256:{probe_sha256(probe)}", head,
                       _PROBE_FN.format(b64=b64), _MAIN]) + "\n"
 
@@ -89,6 +112,21 @@ def document_content(probe: str, default_binaries: list[str]) -> dict[str, Any]:
                 "description": "Space-separated key binaries to fingerprint (names or absolute paths).",
                 "default": " ".join(default_binaries),
                 "allowedPattern": BINARIES_PATTERN,
+                "interpolationType": "ENV_VAR",
+            },
+            "nonce": {
+                "type": "String",
+                "description": "This run's framing nonce (32 hex), chosen by ami-auditor; handed to the probe "
+                               "on stdin. Required: no default, so a command without one is refused.",
+                "allowedPattern": NONCE_PATTERN,
+                "interpolationType": "ENV_VAR",
+            },
+            "execVersions": {
+                "type": "String",
+                "description": "yes: run `--version` of root-owned, root-only-writable binaries; no (default): "
+                               "never run any binary.",
+                "default": "no",
+                "allowedPattern": EXEC_VERSIONS_PATTERN,
                 "interpolationType": "ENV_VAR",
             },
             "executionTimeout": {

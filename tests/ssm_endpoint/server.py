@@ -90,9 +90,36 @@ def fleet_runner(fleet: Any, name: str) -> Runner:
     return run
 
 
+_SCRIPT_NONCE = re.compile(r"^SSM_nonce='?([0-9a-f]{32})'?$", re.M)
+
+
+def _with_command_nonce(stdout: str, script: str, env: dict[str, str]) -> str:
+    """A recorded document output re-framed with the nonce this command carries (SSM_nonce, or set inline
+    in AWS-RunShellScript mode), as a probe run for this command would have printed it."""
+    import base64
+    import gzip
+
+    from auditor.collect import framing
+    from auditor.transport.ssm_document import FOOTER, HEADER, decode_output
+    from tests.framing_fixtures import renonce
+
+    m = _SCRIPT_NONCE.search(script)
+    nonce = env.get("SSM_nonce") or (m.group(1) if m else None)
+    decoded = decode_output(stdout)
+    recorded = next((framing.START_RE.match(line) for line in decoded.stdout.split("\n")
+                     if framing.START_RE.match(line)), None)
+    if not nonce or not decoded.framed or decoded.truncated or recorded is None:
+        return stdout
+    raw = renonce(decoded.stdout, recorded.group("nonce"), nonce) + f"@@AMI-AUDITOR-EXIT {decoded.exit_status}@@\n"
+    payload = base64.b64encode(gzip.compress(raw.encode(), mtime=0)).decode()
+    return f"{HEADER} gzip-base64\n{payload}\n{FOOTER}\n"
+
+
 def canned_runner(stdout: str, stderr: str = "", status: int = 0) -> Runner:
-    """Answer with a recorded output without running anything (benchmarks of the client side)."""
-    return lambda script, env, timeout: (stdout, stderr, status)
+    """Answer with a recorded output without running anything (benchmarks of the client side).
+
+    A recorded ami-auditor document output is re-framed with each command's own nonce."""
+    return lambda script, env, timeout: (_with_command_nonce(stdout, script, env), stderr, status)
 
 
 @dataclass
@@ -400,12 +427,13 @@ class SSMEndpoint:
         if not 30 <= timeout <= 2592000:
             raise ApiError("ValidationException", "TimeoutSeconds must be between 30 and 2592000")
         doc, version = self._document(req["DocumentName"], req.get("DocumentVersion"))
+        targeted = self._resolve(req["Targets"]) if req.get("Targets") else None  # request shape first
         script, env, exec_timeout = self._render(doc, req.get("Parameters") or {})
         unknown = [i for i in ids if i not in self.instances]
         if unknown:
             raise ApiError("InvalidInstanceId", f"Instances {unknown} not in a valid state for account")
-        if req.get("Targets"):
-            ids = self._resolve(req["Targets"])
+        if targeted is not None:
+            ids = targeted
         command_id = str(uuid.uuid4())
         now = time.monotonic()
         cmd = Command(command_id, list(ids), rate(req.get("MaxConcurrency", ""), len(ids), "50", 1),

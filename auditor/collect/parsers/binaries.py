@@ -1,12 +1,16 @@
-"""Key binaries: hash, size, owning package, version and download-URL evidence (FIELD-NOTES §6)."""
+"""Key binaries: hash, size, owning package, version and download-URL evidence (FIELD-NOTES §6).
+
+A key printed twice inside one binary's block, or a block printed twice, is tampering (TamperedOutput):
+the probe prints each once and folds newlines in host values, so only a forgery could repeat them."""
 
 from __future__ import annotations
 
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..sections import blocks, to_int
+from ..sections import TamperedOutput, blocks, to_int
 
+_SOURCES = ("package", "exec", "none")
 _SIDE_FILES = (".sha256", ".sha256sum", ".sha512", ".md5", ".asc", ".sig")
 
 
@@ -26,6 +30,8 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
             url = url.strip().rstrip("\"'<> ")
             if url and {"file": file, "url": url} not in evidence:
                 evidence.append({"file": file, "url": url})
+        elif key in fields:  # the probe prints each key once and no host value can start a line
+            raise TamperedOutput(f"binary {header!r}: {key!r} appears twice")
         else:
             fields[key] = value.strip()
     name = header.rsplit("/", 1)[-1]
@@ -35,11 +41,15 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
     package = version_pkg = manager = None
     if fields.get("dpkg_owner"):
         package, manager = fields["dpkg_owner"], "dpkg"
+        version_pkg = fields.get("dpkg_version") or None
     elif fields.get("rpm_owner"):
         cols = fields["rpm_owner"].split("\t")
         package, manager = cols[0], "rpm"
         version_pkg = cols[1] if len(cols) > 1 else None
     url = _source(evidence)
+    version = fields.get("version") or None
+    # recordings from before version_source existed ran `--version`
+    source = fields.get("version_source") or ("exec" if version else "none")
     return {
         "name": name,
         "requested": header,
@@ -54,7 +64,9 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
         "package": package,
         "package_version": version_pkg,
         "package_manager": manager,
-        "version": fields.get("version") or None,
+        "version": version,
+        "version_source": source if source in _SOURCES else "none",
+        "version_refused": fields.get("version_refused") or None,
         "source_url": url,
         "source_host": urlsplit(url).hostname if url else None,
         "evidence": evidence,
@@ -62,4 +74,4 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
 
 
 def parse_binaries(text: str) -> list[dict[str, Any]]:
-    return sorted((_binary(h, lines) for h, lines in blocks(text)), key=lambda b: b["name"])
+    return sorted((_binary(h, lines) for h, lines in blocks(text, unique=True)), key=lambda b: b["name"])

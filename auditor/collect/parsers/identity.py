@@ -48,7 +48,10 @@ def _imds(text: str) -> dict[str, Any]:
 
 
 def parse_host(sections: dict[str, Section]) -> dict[str, Any]:
-    """Merge identity sources; IMDS (live) wins over cloud-init's cached instance data."""
+    """Merge identity sources; IMDS (live) wins over cloud-init's cached instance data.
+
+    A section marked as tampered with (repeated) is ignored."""
+    sections = {name: s for name, s in sections.items() if not s.problem}
     ident = kv_lines(sections["identity"].body) if "identity" in sections else {}
     host: dict[str, Any] = {
         "hostname": ident.get("hostname") or None,
