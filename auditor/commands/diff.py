@@ -63,9 +63,9 @@ def _collect(spec: HostSpec, deadline: float, env: Env) -> dict[str, Any] | None
 
 def compare(a: Baseline | dict[str, Any], b: Baseline | dict[str, Any]) -> list[Difference]:
     """Differences from A to B for any mix of baselines and snapshots."""
-    if isinstance(a, Baseline) and isinstance(b, Baseline):
-        return diff_flat({p: e.shown() for p, e in a.expect.items()}, {p: e.shown() for p, e in b.expect.items()})
     if isinstance(a, Baseline):
+        if isinstance(b, Baseline):
+            return diff_flat({p: e.shown() for p, e in a.expect.items()}, {p: e.shown() for p, e in b.expect.items()})
         return drift_view(a, normalize(b))
     if isinstance(b, Baseline):
         return reverse(drift_view(b, normalize(a)))
