@@ -126,3 +126,13 @@ def test_unit_file_states_match_systemd(tmp_path: Path) -> None:
                              capture_output=True, text=True, check=True).stdout
         assert sorted(" ".join(r.split()) for r in ref.splitlines() if r.strip()) == \
             [" ".join(r.split()) for r in mine]
+
+
+def test_systemd_version_from_a_lib64_layout(tmp_path: Path) -> None:
+    """Fedora/AL2023 keep the shared library in usr/lib64/systemd (the shell probe only knew usr/lib)."""
+    root = make_root(tmp_path / "root")
+    (root / "usr/lib/systemd/libsystemd-shared-252.so").unlink()
+    (root / "usr/lib64/systemd").mkdir(parents=True)
+    (root / "usr/lib64/systemd/libsystemd-shared-255.5-1.amzn2023.so").write_bytes(b"")
+    snap = collect_host(HostSpec("img", f"image://{root}"), binaries=[]).snapshot
+    assert snap["facts"]["systemd"]["version"] == 255

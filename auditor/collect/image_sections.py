@@ -32,7 +32,8 @@ SEARCH_DIRS = ("/usr/local/bin", "/usr/bin", "/usr/sbin", "/usr/local/sbin", "/b
                "/opt/bin", "/snap/bin")
 EVIDENCE = ("/var/log/cloud-init-output.log", "/var/lib/cloud/instance/user-data.txt",
             "/var/lib/cloud/instance/scripts/*", "/etc/eks/release", "/var/log/user-data.log")
-SYSTEMD_LIBS = ("usr/lib/systemd", "lib/systemd")
+SYSTEMD_LIBS = ("usr/lib/systemd", "lib/systemd", "usr/lib64/systemd")  # lib64: Fedora, AL2023
+_TRIPLET = re.compile(r"^[a-z0-9_]+-[a-z0-9_]+-[a-z0-9_]+$")  # usr/lib/x86_64-linux-gnu/systemd (Debian)
 _NATURAL = re.compile(r"(\d+)")
 CONFINEMENT = "confinement"  # the extra section listing what the image reader refused or reported
 MAX_NOTES_SHOWN = 10
@@ -94,7 +95,7 @@ class ImageSections:
 
     def systemd_version(self) -> tuple[str, int]:
         dirs = list(SYSTEMD_LIBS)
-        dirs += [f"usr/lib/{d}/systemd" for d in self.fs.listdir("usr/lib") or [] if "-" in d]
+        dirs += [f"usr/lib/{d}/systemd" for d in self.fs.listdir("usr/lib") or [] if _TRIPLET.match(d)][:16]
         for d in dirs:
             for name in self.fs.listdir(d) or []:
                 if name.startswith("libsystemd-shared-") and name.endswith(".so"):
