@@ -16,6 +16,7 @@ from ..compare.normalize import normalize
 from ..compare.sources import load_snapshot_file
 from ..context import Env
 from ..errors import InputError
+from .checks import redact_errors
 from .common import add_target_options, resolve_specs
 
 
@@ -46,6 +47,7 @@ def _snapshot(args: argparse.Namespace, env: Env) -> dict | int:
         raise InputError(f"a baseline comes from one host; got {len(specs)} (pick one with --host NAME)")
     result = collect_host(specs[0], args.binary or DEFAULT_BINARIES, args.deadline, args.exec_versions)
     if result.snapshot is None:
+        redact_errors([result])
         env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
         return exitcodes.INCOMPLETE
     return result.snapshot

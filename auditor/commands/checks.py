@@ -15,8 +15,9 @@ from functools import cache
 from importlib import resources
 
 from ..errors import InputError
-from ..models import HostSpec
+from ..models import HostResult, HostSpec
 from ..targets.ec2 import BUILTIN_LABELS
+from ..targets.inventory import redact_urls
 
 MAX_DEADLINE_S = 86400.0  # one day per host
 MAX_PARALLEL = 512
@@ -116,3 +117,13 @@ def unique_stems(names: Sequence[str], stem: Callable[[str], str]) -> dict[str, 
                              f"{stems[name]}.json; rename one")
         seen[key] = name
     return stems
+
+
+def redact_errors(results: Iterable[HostResult]) -> list[HostResult]:
+    """Defence in depth: no password from a URL or ProxyJump (say, in an ssh_config) in a host's error,
+    which reaches the terminal and the report. Targets with passwords are refused earlier."""
+    results = list(results)
+    for result in results:
+        if result.error:
+            result.error = redact_urls(result.error)
+    return results

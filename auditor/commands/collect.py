@@ -10,7 +10,7 @@ from ..app import collect_hosts
 from ..atomicio import check_writable_dir
 from ..collect.probe import DEFAULT_BINARIES
 from ..context import Env
-from .checks import unique_stems
+from .checks import redact_errors, unique_stems
 from .common import add_target_options, file_stem, one_line, progress_printer, resolve_specs, write_json
 
 
@@ -36,6 +36,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
         deadline_s=args.deadline, progress=progress_printer(env), notes=args.notes,
         exec_versions=args.exec_versions,
     )
+    results = redact_errors(results)
     for note in args.notes:
         env.err(f"note: {note}")
     for result in results:

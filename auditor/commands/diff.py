@@ -21,7 +21,7 @@ from ..compare.sources import load_snapshot_file
 from ..context import Env
 from ..errors import InputError
 from ..models import HostSpec
-from .checks import MAX_DEADLINE_S, bounded_float
+from .checks import MAX_DEADLINE_S, bounded_float, redact_errors
 
 Side = Baseline | dict[str, Any] | HostSpec
 
@@ -57,6 +57,7 @@ def _side(text: str, inventory: dict[str, HostSpec]) -> Side:
 def _collect(spec: HostSpec, deadline: float, env: Env) -> dict[str, Any] | None:
     result = collect_host(spec, DEFAULT_BINARIES, deadline)
     if result.snapshot is None:
+        redact_errors([result])
         env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
     return result.snapshot
 

@@ -18,7 +18,7 @@ from ..collect.snapshot import now_iso
 from ..context import Env
 from ..history.stage import GROWTH_RULE
 from ..models import SEVERITIES, Report, severity_rank
-from .checks import check_host_keys
+from .checks import check_host_keys, redact_errors
 from .common import add_target_options, one_line, progress_printer, resolve_specs
 
 # Order matters: judge before compare (symptom ranking reads findings), render last.
@@ -65,6 +65,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
         deadline_s=args.deadline, progress=progress_printer(env), notes=args.notes,
         exec_versions=args.exec_versions,
     )
+    results = redact_errors(results)
     report = Report(hosts=results, generated_at=now_iso(), fail_on=args.fail_on, notes=list(args.notes))
     snapshots = [r.snapshot for r in results if r.snapshot is not None]
     for name in ("judge", "history", "compare"):

@@ -45,11 +45,13 @@ def safe_target(target: str, quote: bool = True) -> str:
 
 
 def redact_urls(text: str) -> str:
-    """Replace the password of every `scheme://user:password@host` in text by `***`."""
-    return _URL.sub(_redact_match, text)
+    """Replace the password of every `scheme://user:password@host` (and bare `user:password@host`, as in
+    a ProxyJump) in text by `***`."""
+    return _BARE.sub(r"\1:***@", _URL.sub(_redact_match, text))
 
 
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s]*)")
+_BARE = re.compile(r"(?<![\w:/*.-])([A-Za-z0-9_][A-Za-z0-9_.-]*):(?!\*\*\*@)[^\s@/,'\"]+@(?=[A-Za-z0-9_\[])")
 
 
 def _redact_match(match: re.Match[str]) -> str:

@@ -349,3 +349,17 @@ def test_ec2_tag_labels_are_checked_after_discovery_and_before_any_command(tmp_p
         code, text = run_cli([*common, "--group-by", "team", "--out", str(out)])
         assert code in (0, 1), text
         assert len(aws.endpoint.sent_commands) == 1 and (out / "report.json").is_file()
+
+
+def test_a_password_from_an_ssh_config_never_reaches_the_terminal_or_report(tmp_path: Path) -> None:
+    """A ProxyJump with a password in an ssh_config (read by the transport, not refused up front) makes
+    the host fail; its error is redacted in the summary and in the saved report."""
+    (tmp_path / "cfg").write_text(f"Host *\n  ProxyJump admin:{SECRET}@127.0.0.1:1\n")
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("hosts:\n  - name: x\n    target: ssh://root@127.0.0.1:1\n    ssh:\n      ssh_config: cfg\n")
+    out = tmp_path / "out"
+    code, text = run_cli(["scan", "-i", str(inv), "--format", "json,md,html,junit", "--out", str(out)])
+    assert code == 3, text
+    assert "admin:***@" in text and SECRET not in text, text
+    for report in out.iterdir():
+        assert SECRET not in report.read_text(), report.name
