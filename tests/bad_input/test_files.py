@@ -12,6 +12,8 @@ import io
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -102,10 +104,13 @@ _CASES = [
     Case("rules-fifo", "rules", None, "", "regular file"),
     Case("rules-dir-symlink-loop", "rules-dir-loop", "", "", "symlink loop"),
     Case("rules-dir-fifo", "rules-dir-fifo", None, "", "regular file"),
+    Case("rules-check-dir-symlink-loop", "rules-check-dir-loop", "", "", "symlink loop"),
     # waivers (scan --waivers FILE)
     Case("waivers-invalid-date", "waivers", WAIVER + "    expires: 2026-02-30\n", ":5", "2026-02-30"),
     Case("waivers-invalid-hour", "waivers", WAIVER + "    expires: 2026-09-30T25:00:00\n", ":5", "T25"),
     Case("waivers-mixed-key-types", "waivers", WAIVER + "    expires: 2030-01-01\n    1: x\n    zzz: y\n", ":6",
+         "unknown key"),
+    Case("waivers-mixed-top-keys", "waivers", "1: x\nzzz: y\n" + WAIVER + "    expires: 2030-01-01\n", ":1",
          "unknown key"),
     Case("waivers-alias-bomb", "waivers", "x:\n" + bomb("  ") + WAIVER, ":7", "alias"),
     Case("waivers-lone-surrogate", "waivers",
@@ -136,9 +141,11 @@ _CASES = [
     Case("inventory-oversize", "inventory", INV + " " * (9 << 20) + "\n", "", "MiB"),
     # --rules-config FILE and --set
     Case("rules-config-invalid-date", "rules-config", "cgroups:\n  dying_warn: 2026-02-30\n", ":2", "2026-02-30"),
+    Case("rules-config-lone-surrogate", "rules-config", 'cgroups:\n  dying_warn: "\\ud800"\n', ":2", "surrogate"),
     Case("rules-config-huge-int", "rules-config", f"cgroups:\n  dying_warn: {BIG_INT}\n", ":2", "digits"),
     Case("set-invalid-date", "set", None, "", "2026-02-30", "cgroups.dying_warn=2026-02-30"),
     Case("set-huge-int", "set", None, "", "digits", "cgroups.dying_warn=" + BIG_INT),
+    Case("set-alias-bomb", "set", None, "", "alias", "cgroups.dying_warn={" + bomb().replace("\n", ", ") + "}"),
     Case("set-deep-nesting", "set", None, "", "nest", "cgroups.dying_warn=" + "[" * DEEP + "]" * DEEP),
     # saved reports (report FILE --out DIR)
     Case("report-nan", "report", raw_json(REP_TEXT, "duration_s", "NaN"), "/hosts/0/duration_s", "NaN"),
@@ -146,6 +153,8 @@ _CASES = [
          "Infinity"),
     Case("report-minus-infinity", "report", raw_json(REP_TEXT, "duration_s", "-Infinity"), "/hosts/0/duration_s",
          "Infinity"),
+    Case("report-float-overflow", "report", raw_json(REP_TEXT, "duration_s", "1e999"), "/hosts/0/duration_s",
+         "out of range"),
     Case("report-lone-surrogate", "report", raw_json(REP_TEXT, "hostname", '"\\ud800"'),
          "/hosts/0/facts_summary/hostname", "surrogate"),
     Case("report-deep-nesting", "report", raw_json(REP_TEXT, "notes", "[" * DEEP + "]" * DEEP), "", "nest"),
@@ -160,6 +169,7 @@ _CASES = [
     # saved snapshots (rules check R --snapshot FILE; diff FILE GOOD)
     Case("snapshot-check-nan", "snapshot-check", raw_json(SNAP_TEXT, "duration_s", "NaN"), "/probe/duration_s",
          "NaN"),
+    Case("snapshot-check-fifo", "snapshot-check", None, "", "regular file"),
     Case("snapshot-check-huge-int", "snapshot-check", raw_json(SNAP_TEXT, "uptime_s", BIG_INT), "/host/uptime_s",
          "digits"),
     Case("snapshot-check-lone-surrogate", "snapshot-check", raw_json(SNAP_TEXT, "hostname", '"\\udc80x"'),
@@ -207,12 +217,14 @@ def materialize(case: Case, tmp_path: Path, port: int) -> tuple[list[str], Path 
     content = case.content.replace("{port}", str(port)) if isinstance(case.content, str) else case.content
     ext = "json" if case.kind.startswith(("report", "snapshot")) else "yaml"
     path = tmp_path / f"input.{ext}"
-    if case.kind == "rules-dir-loop":
+    if case.kind in ("rules-dir-loop", "rules-check-dir-loop"):
         rules = tmp_path / "rules"
         rules.mkdir()
         (rules / "ok.yaml").write_text("pack: t\n" + RULE)
         (rules / "a.yaml").symlink_to("b.yaml")
         (rules / "b.yaml").symlink_to("a.yaml")
+        if case.kind == "rules-check-dir-loop":
+            return ["rules", "check", str(rules)], rules / "a.yaml", out
         return ["scan", target, "--rules", str(rules), "--out", str(out)], rules / "a.yaml", out
     if content is None and case.kind != "set":
         os.mkfifo(path)
@@ -280,3 +292,16 @@ def test_bad_input_file_exits_2_naming_file_and_place(case_id: str, tmp_path: Pa
 
 def test_at_least_35_kinds() -> None:
     assert len(CASES) == len(set(CASES)) >= 35
+
+
+def test_a_backtracking_baseline_pattern_is_matched_in_linear_time(tmp_path: Path) -> None:
+    """`(a|aa)+` against 64 a's and a '!' takes ~fib(64) steps with backtracking (never finishes); RE2 answers at
+    once. Run in a child process so a regression shows as a stuck child that the guard kills, not a hung suite."""
+    baseline = tmp_path / "b.yaml"
+    baseline.write_text(BASE + "expect:\n  facts.os.id: {pattern: '(a|aa)+'}\n")
+    snapshot = tmp_path / "s.json"
+    snapshot.write_text(snapshot_with(lambda d: d["facts"]["os"].update(id="a" * 64 + "!")))
+    proc = subprocess.run([sys.executable, "-m", "auditor.cli", "diff", str(baseline), str(snapshot)],
+                          capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 1, proc.stderr
+    assert "facts.os.id" in proc.stdout and "1 difference" in proc.stdout
