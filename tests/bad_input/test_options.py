@@ -25,6 +25,7 @@ import pytest
 import auditor.render
 from auditor.cli import COMMANDS, build_parser, main
 from auditor.context import Env
+from tests import reliability
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REPORT = DATA / "reports" / "clean.json"
@@ -228,6 +229,7 @@ def test_bad_option_or_target_exits_2_before_any_host_or_write(
     before = _tree(work)
 
     code, text = run_cli([_expand(a, values) for a in case.argv])
+    reliability.record("bad input", f"option/{case.kind}", crashed=code == 4 or "Traceback" in text)
 
     assert code == 2, text
     for needle in case.expect:
