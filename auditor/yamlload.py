@@ -107,6 +107,18 @@ class _LineLoader(yaml.SafeLoader):
         except (ValueError, OverflowError) as exc:
             raise InputError(f"invalid date/time {node.value!r}: {exc} (quote it if it is meant as text)", None,
                              node.start_mark.line + 1) from None
+        except AttributeError:  # an explicit `!!timestamp x`: PyYAML's regexp does not match
+            raise InputError(f"invalid date/time {node.value!r} (quote it if it is meant as text)", None,
+                             node.start_mark.line + 1) from None
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """An explicit tag on a value it does not fit (`!!int x`, `!!float x`, `!!bool x`) is bad input."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, KeyError, TypeError, OverflowError) as exc:
+            value = node.value if isinstance(node, yaml.ScalarNode) else node.id
+            raise InputError(f"{node.tag.rsplit(':', 1)[-1]} {value!r} is not valid ({type(exc).__name__}: {exc})",
+                             None, node.start_mark.line + 1) from None
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> Any:
         digits = len(node.value)
