@@ -365,3 +365,14 @@ def test_a_password_from_an_ssh_config_never_reaches_the_terminal_or_report(tmp_
     assert "admin:***@" in text and SECRET not in text, text
     for report in out.iterdir():
         assert SECRET not in report.read_text(), report.name
+
+
+def test_unique_stems_are_deterministic_and_case_insensitive() -> None:
+    from auditor.commands.checks import unique_stems
+    from auditor.commands.common import file_stem
+
+    names = ["a/b", "a_b", "A_B", "web-1", "/mnt/root"]
+    stems = unique_stems(names, file_stem)
+    assert len({s.casefold() for s in stems.values()}) == len(names)
+    assert stems["web-1"] == "web-1" and stems["/mnt/root"] == "mnt_root"  # no collision: unchanged
+    assert stems == unique_stems(list(reversed(names)), file_stem)  # independent of order
