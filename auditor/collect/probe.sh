@@ -217,6 +217,7 @@ unsafe_owner() { # unsafe_owner PATH: why PATH is not root-owned and root-only-w
 exec_refusal() { # exec_refusal FILE: why FILE (resolved) may not be run as root; nothing when it may
   case $1 in /*) ;; *) printf 'path could not be resolved'; return 0 ;; esac
   [ -f "$1" ] || { printf '%s is not a regular file' "$1"; return 0; }
+  [ -x "$1" ] || { printf '%s is not executable' "$1"; return 0; }
   _w=$(unsafe_owner "$1"); [ -n "$_w" ] && { printf '%s' "$_w"; return 0; }
   _d=${1%/*}
   while :; do
