@@ -81,3 +81,15 @@ def test_real_dying_memcg_growth_between_scans_is_flagged(tmp_path: Path) -> Non
     assert len(growth) == 1 and growth[0]["host"] == "local" and growth[0]["severity"] == "high"
     assert growth[0]["evidence"]["current"] - growth[0]["evidence"]["previous"] >= 1400
     assert second["summary"]["exit_code"] == 1  # a high finding fails the default --fail-on high
+
+
+def test_two_saves_in_the_same_second_keep_their_order_and_leave_no_temp_files(tmp_path: Path) -> None:
+    from auditor.history.store import save_scan
+
+    doc = {"generated_at": "2026-11-30T14:10:00Z", "hosts": []}
+    first = save_scan(tmp_path, {**doc, "seq": 1})
+    second = save_scan(tmp_path, {**doc, "seq": 2})
+    third = save_scan(tmp_path, {**doc, "seq": 3})
+    assert scan_files(tmp_path) == [first, second, third]
+    assert [json.loads(p.read_text())["seq"] for p in scan_files(tmp_path)] == [1, 2, 3]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (first, second, third))

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+from ..atomicio import write_text_atomic
 from ..errors import InputError
 from ..reportdoc import load_report
 
 PREFIX = "scan-"
+_SEQ = re.compile(r"^(?P<stamp>.*?)(?:-(?P<n>\d+))?$")
+
+
+def _order(path: Path) -> tuple[str, int]:
+    """Time stamp, then the -N a second save within the same second got (`-2` sorts after no suffix)."""
+    m = _SEQ.match(path.stem)
+    assert m is not None  # the pattern matches every string
+    return m["stamp"], int(m["n"] or 1)
 
 
 def scan_files(directory: Path) -> list[Path]:
@@ -18,7 +28,7 @@ def scan_files(directory: Path) -> list[Path]:
         return []
     if not directory.is_dir():
         raise InputError("history path is not a directory", str(directory))
-    return sorted(directory.glob(f"{PREFIX}*.json"))
+    return sorted(directory.glob(f"{PREFIX}*.json"), key=_order)
 
 
 def load_scan(path: Path) -> dict[str, Any]:
@@ -40,7 +50,5 @@ def save_scan(directory: Path, doc: dict[str, Any]) -> Path:
     while path.exists():
         n += 1
         path = directory / f"{PREFIX}{stamp}-{n}.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
     return path
