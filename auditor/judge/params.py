@@ -70,7 +70,7 @@ def coerce(default: Any, value: Any, what: str, source: str, line: int | None) -
     elif isinstance(default, dict):
         ok = isinstance(value, dict)
         if ok:
-            value = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+            value = {str(k): v if isinstance(v, str) else json.dumps(v, default=str) for k, v in value.items()}
     else:
         ok = True
     if not ok:
@@ -81,7 +81,7 @@ def coerce(default: Any, value: Any, what: str, source: str, line: int | None) -
 
 def literal(value: Any) -> str:
     """A JMESPath literal for a parameter value (JSON in backticks; backticks escaped)."""
-    return "`" + json.dumps(value).replace("`", "\\`") + "`"
+    return "`" + json.dumps(value, default=str).replace("`", "\\`") + "`"  # a YAML date is its ISO text
 
 
 def substitute(expr: str, params: dict[str, Any]) -> str:
