@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -20,7 +22,25 @@ class Env:
         return bool(getattr(self.stderr, "isatty", lambda: False)())
 
     def out(self, text: str = "") -> None:
-        print(text, file=self.stdout)
+        self.write(text + "\n")
+
+    def write(self, text: str) -> None:
+        """Write to stdout. A reader that went away (`| head`) must not stop the run: reports, history
+        and the exit code still happen; the rest of the terminal output is dropped."""
+        try:
+            self.stdout.write(text)
+            self.stdout.flush()
+        except BrokenPipeError:
+            self._drop_stdout()
 
     def err(self, text: str) -> None:
-        print(text, file=self.stderr)
+        with contextlib.suppress(BrokenPipeError):
+            print(text, file=self.stderr)
+
+    def _drop_stdout(self) -> None:
+        if self.stdout is sys.stdout:  # also keep the interpreter's exit-time flush from failing
+            with contextlib.suppress(OSError, ValueError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+        self.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the Env

@@ -66,7 +66,7 @@ def run_capture(args: argparse.Namespace, env: Env) -> int:
         env.err(f"ami-auditor: warning: {area} facts unknown on {source['host']} "
                 f"({(snapshot.get('errors') or {}).get(area, 'collector failed')}); not in the baseline")
     if args.out == "-":
-        env.stdout.write(text)
+        env.write(text)
         return exitcodes.OK
     out = Path(args.out)
     with tempfile.TemporaryDirectory(prefix="ami-auditor-baseline.") as scratch:

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
     doc = load_report(args.report)
     rendered = [(RENDERERS[fmt][1], RENDERERS[fmt][0](doc)) for fmt in formats]
     if args.out is None:
-        env.stdout.write(rendered[0][1])
+        env.write(rendered[0][1])
         return exitcodes.OK
     out = Path(args.out)
     if out.exists() and not out.is_dir():

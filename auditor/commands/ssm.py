@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def print_document(args: argparse.Namespace, env: Env) -> int:
-    env.stdout.write(document_json(probe_script(), list(DEFAULT_BINARIES)))
+    env.write(document_json(probe_script(), list(DEFAULT_BINARIES)))
     return exitcodes.OK
 
 
