@@ -116,7 +116,7 @@ class _LineLoader(yaml.SafeLoader):
         try:
             return super().construct_object(node, deep=deep)
         except (ValueError, KeyError, TypeError, OverflowError) as exc:
-            value = node.value if isinstance(node, yaml.ScalarNode) else node.id
+            value = node.value if isinstance(node, yaml.ScalarNode) else getattr(node, "id", "node")
             raise InputError(f"{node.tag.rsplit(':', 1)[-1]} {value!r} is not valid ({type(exc).__name__}: {exc})",
                              None, node.start_mark.line + 1) from None
 

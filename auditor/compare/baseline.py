@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import re2
+import re2  # type: ignore[import-untyped]
 
 from ..errors import InputError
 from ..yamlload import LineDict, LineList, line_of, load_yaml_file
@@ -176,7 +176,7 @@ def _string_list(doc: LineDict, key: str, file: str) -> list[tuple[str, int | No
         return []
     if not isinstance(raw, LineList):
         raise _fail(f"`{key}` must be a list of strings", file, doc, key)
-    out = []
+    out: list[tuple[str, int | None]] = []
     for i, item in enumerate(raw):
         if not isinstance(item, str) or not item:
             raise InputError(f"`{key}` items must be non-empty strings", file, raw.line_of(i))

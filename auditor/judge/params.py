@@ -45,7 +45,7 @@ def load_config(path: str) -> list[Override]:
         return []
     if not isinstance(doc, LineDict):
         raise InputError("rules config must be a mapping of pack → {param: value}", path, getattr(doc, "line", 1))
-    out = []
+    out: list[Override] = []
     for pack, params in doc.items():
         if not isinstance(params, LineDict):
             raise InputError(f"{pack}: expected a mapping of param: value", path, doc.line_of(pack))
