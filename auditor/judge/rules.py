@@ -275,7 +275,8 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
     if not isinstance(title_src, str) or not title_src.strip():
         raise InputError("'title' must be a non-empty string (a jinja2 template)", where, node.line_of("title"))
     try:
-        title, r = compile_title(title_src, root_spec(item_spec))
+        title, r = compile_title(title_src, root_spec(item_spec), params=pack.params,
+                                 evidence=[n for n, _ in evidence] if evidence or select is None else None)
     except TemplateError as exc:
         raise InputError(str(exc), where, node.line_of("title") + exc.lineno - 1) from None
     reads.merge(r)
