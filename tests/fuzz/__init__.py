@@ -2,7 +2,8 @@
 
 `EXAMPLES_RUN` counts the examples each fuzz test ran in this process (test name → count); `ran()`
 also feeds tests/reliability.py, whose summary tests/conftest.py prints at the end of the run.
-Example counts are bounded for CI; `AMI_AUDITOR_FUZZ_SCALE=N` multiplies every test's count by N.
+Example counts are bounded for CI; `AMI_AUDITOR_FUZZ_SCALE=N` multiplies every test's count by N, and
+`AMI_AUDITOR_FUZZ_RANDOM=1` draws fresh examples each run instead of CI's fixed (derandomized) ones.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from tests import reliability
 EXAMPLES_RUN: dict[str, int] = {}
 
 SCALE = max(float(os.environ.get("AMI_AUDITOR_FUZZ_SCALE", "1") or 1), 0.01)
+RANDOM = os.environ.get("AMI_AUDITOR_FUZZ_RANDOM") == "1"
 
 
 def ran(name: str) -> None:
@@ -26,11 +28,12 @@ def ran(name: str) -> None:
 
 
 def fuzz_settings(examples: int) -> settings:
-    """Bounded, reproducible settings: `examples` x AMI_AUDITOR_FUZZ_SCALE, derandomized, no deadline."""
+    """Bounded, reproducible settings: `examples` x AMI_AUDITOR_FUZZ_SCALE, derandomized (unless
+    AMI_AUDITOR_FUZZ_RANDOM=1), no deadline."""
     return settings(
         max_examples=max(1, int(examples * SCALE)),
         deadline=None,
-        derandomize=True,
+        derandomize=not RANDOM,
         database=None,
         print_blob=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,

@@ -44,7 +44,8 @@ JSON_TOKENS = [
 def deep(depth: int, kind: str) -> str:
     """Nesting `depth` deep (brackets for YAML flow and JSON, mappings when kind == 'yaml-block')."""
     if kind == "yaml-block":
-        return "".join(f"{' ' * i}k:\n" for i in range(min(depth, 3000))) + " " * min(depth, 3000) + "v\n"
+        depth = min(depth, 300)  # indentation grows with depth: keep the text small
+        return "".join(f"{' ' * i}k:\n" for i in range(depth)) + " " * depth + "v\n"
     return "[" * depth + "]" * depth
 
 
@@ -190,14 +191,14 @@ def mutated_doc(draw: Callable, doc: Any, max_ops: int = 3) -> Any:
     for _ in range(draw(st.integers(1, max_ops))):
         paths = _containers(doc)
         if not paths:
-            return draw(st.sampled_from(HOSTILE_VALUES))
+            return copy.deepcopy(draw(st.sampled_from(HOSTILE_VALUES)))
         path = draw(st.sampled_from(paths))
         node = _at(doc, path)
         keys = list(node.keys()) if isinstance(node, dict) else list(range(len(node)))
         op = draw(st.sampled_from(["delete", "replace", "rename", "duplicate", "wrap", "listify", "add"]))
         if op == "add" or not keys:
             key = draw(st.sampled_from(HOSTILE_KEYS))
-            value = draw(st.sampled_from(HOSTILE_VALUES))
+            value = copy.deepcopy(draw(st.sampled_from(HOSTILE_VALUES)))  # the pool must stay unchanged
             if isinstance(node, dict):
                 node[key] = value
             else:
