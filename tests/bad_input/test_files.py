@@ -23,6 +23,7 @@ import pytest
 
 from auditor.cli import main
 from auditor.context import Env
+from tests import reliability
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REPORT = json.loads((DATA / "reports" / "clean.json").read_text())
@@ -270,9 +271,13 @@ def test_bad_input_file_exits_2_naming_file_and_place(case_id: str, tmp_path: Pa
     stdout, stderr = io.StringIO(), io.StringIO()
     try:
         code = main(argv, Env(stdout, stderr))
+    except BaseException:
+        reliability.record("bad input", f"file/{case_id}", crashed=True)
+        raise
     finally:
         stop.set()
     text = stdout.getvalue() + stderr.getvalue()
+    reliability.record("bad input", f"file/{case_id}", crashed=code == 4 or "Traceback" in text)
     assert not hung, "the CLI blocked reading a FIFO"
     assert code == 2, text[-2000:]
     assert "Traceback" not in text
