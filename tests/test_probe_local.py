@@ -189,3 +189,27 @@ def test_exec_versions_follows_a_link_into_a_user_owned_place_and_refuses(tmp_pa
         assert "world-writable" in facts["version_refused"] and not sentinel.exists()
     finally:
         shutil.rmtree(safe)
+
+
+def test_a_thread_name_with_a_newline_stays_one_row(tmp_path: Path) -> None:
+    """comm is any 15 bytes a process picks (prctl PR_SET_NAME), newline included: one row, `?` for it."""
+    import subprocess
+    import sys
+
+    busy = subprocess.Popen([sys.executable, "-c",
+                             "import ctypes, time\n"
+                             "ctypes.CDLL(None).prctl(15, b'ev\\n1 1 1 99 0 x', 0, 0, 0)\n"
+                             "end = time.time() + 20\n"
+                             "while time.time() < end: pass\n"])
+    try:
+        nonce = new_nonce()
+        result = LocalTransport().run(with_nonce(probe_script(), nonce), ["sh"], deadline_s=30)
+        sections, done = split_sections(result.stdout, nonce)
+        assert done, result.stderr
+        threads = sections["cpu"].body.split("--- threads\n", 1)[1].split("\n")
+        mine = [row for row in threads if row.startswith(f"{busy.pid} {busy.pid} ")]
+        assert len(mine) == 1 and mine[0].endswith(" ev?1_1_1_99_0_x"), mine
+        assert not [row for row in threads if row.startswith("1 1 1 99")]
+    finally:
+        busy.kill()
+        busy.wait()
