@@ -136,7 +136,9 @@ s_systemd_version() {
     [ -d "$R/etc/systemd/system" ] && echo "systemd unknown" && return 0
     return 3
   fi
-  has systemctl || return 3; T 5 systemctl --version | head -n 1
+  has systemctl || return 3
+  v=$(T 5 systemctl --version) || return $?  # hung (124) or failing: an error, never "no version"
+  printf '%s\n' "$v" | head -n 1
 }
 
 s_unit_files() {
@@ -146,8 +148,9 @@ s_unit_files() {
     return 0
   fi
   booted || return 3
-  UNIT_FILES=$(T 10 systemctl list-unit-files --no-legend --no-pager 2>/dev/null)  # reused by s_units
+  UNIT_FILES=$(T 10 systemctl list-unit-files --no-legend --no-pager 2>/dev/null); rc=$?  # reused by s_units
   printf '%s\n' "$UNIT_FILES"
+  case $rc in 124|137) return "$rc" ;; esac  # cut off by its timeout: the list is partial
 }
 
 s_units() {

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import fcntl
 import getpass
+import logging
 import os
 import select
 import shlex
@@ -33,6 +34,9 @@ from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
 STDERR_CAP = 64 * 1024
 _CHUNK = 64 * 1024
 _PIN_LOCK = threading.Lock()  # serialises known_hosts appends between threads (flock covers processes)
+# paramiko's transport thread logs a traceback for every failed handshake (e.g. no banner); with no handler
+# configured, Python prints it on stderr, where it reads as a crash. The error is mapped to the host's status.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True)
@@ -221,16 +225,20 @@ class SSHTransport:
 
     # -- connecting -------------------------------------------------------------------------------
 
-    def connect(self) -> paramiko.Transport:
-        """Open (or reuse) the connection through every hop; map failures to TransportError kinds."""
+    def connect(self, deadline: float | None = None) -> paramiko.Transport:
+        """Open (or reuse) the connection through every hop; map failures to TransportError kinds.
+
+        `deadline` (a time.monotonic() value) caps every connect/banner/auth wait, so a host that
+        accepts TCP but never answers cannot hold a scan past its per-host deadline."""
         live = self._clients[-1].get_transport() if self._clients else None
         if live is not None and live.is_active():
             return live
         self.close()
         try:
             for i, hop in enumerate(self.hops):
-                sock = self._open_tunnel(self.hops[i - 1], hop) if i else self._open_socket(hop)
-                self._clients.append(self._connect_hop(hop, sock))
+                timeout = self._timeout(deadline)
+                sock = self._open_tunnel(self.hops[i - 1], hop, timeout) if i else self._open_socket(hop, timeout)
+                self._clients.append(self._connect_hop(hop, sock, self._timeout(deadline)))
         except BaseException:
             self.close()
             raise
@@ -238,7 +246,13 @@ class SSHTransport:
         assert transport is not None
         return transport
 
-    def _open_socket(self, hop: Hop) -> socket.socket:
+    def _timeout(self, deadline: float | None) -> float:
+        """connect_timeout, or less when the per-host deadline comes first (at least 0.1 s)."""
+        if deadline is None:
+            return self.opts.connect_timeout
+        return max(0.1, min(self.opts.connect_timeout, deadline - time.monotonic()))
+
+    def _open_socket(self, hop: Hop, timeout: float) -> socket.socket:
         """TCP to the first hop, with TCP_NODELAY: without it Nagle + delayed ACKs cost ~40 ms per
         channel request/reply over loopback (measured ~95 ms vs ~14 ms per run)."""
         where = f"{hop.user}@{hop.hostname}:{hop.port}"
@@ -251,7 +265,7 @@ class SSHTransport:
             sock = socket.socket(family, kind, proto)
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                sock.settimeout(self.opts.connect_timeout)
+                sock.settimeout(timeout)
                 sock.connect(addr)
                 return sock
             except OSError as exc:
@@ -262,7 +276,7 @@ class SSHTransport:
         reason = last.strerror if last is not None and last.strerror else str(last)
         raise Unreachable(f"{where}: {reason}")
 
-    def _open_tunnel(self, via: Hop, hop: Hop) -> paramiko.Channel:
+    def _open_tunnel(self, via: Hop, hop: Hop, timeout: float) -> paramiko.Channel:
         transport = self._clients[-1].get_transport()
         assert transport is not None
         try:
@@ -270,7 +284,7 @@ class SSHTransport:
                 "direct-tcpip",
                 (hop.hostname, hop.port),
                 ("127.0.0.1", 0),
-                timeout=self.opts.connect_timeout,
+                timeout=timeout,
             )
         except paramiko.ChannelException as exc:
             raise Unreachable(
@@ -281,7 +295,7 @@ class SSHTransport:
                 f"jump host {via.alias} could not open a tunnel to {hop.hostname}: {exc}"
             ) from None
 
-    def _connect_hop(self, hop: Hop, sock: socket.socket | paramiko.Channel) -> paramiko.SSHClient:
+    def _connect_hop(self, hop: Hop, sock: socket.socket | paramiko.Channel, timeout: float) -> paramiko.SSHClient:
         where = f"{hop.user}@{hop.hostname}:{hop.port}"
         for key_file in hop.key_files:
             if not os.path.isfile(key_file):
@@ -293,7 +307,6 @@ class SSHTransport:
             except (OSError, paramiko.SSHException) as exc:
                 raise InputError(f"cannot read known_hosts: {exc}", str(self.known_hosts)) from None
         client.set_missing_host_key_policy(_HostKeyPolicy(self.known_hosts, self.opts.trust_on_first_use))
-        timeout = self.opts.connect_timeout
         try:
             client.connect(
                 hop.hostname,
@@ -311,7 +324,13 @@ class SSHTransport:
         except BaseException as exc:
             transport = client.get_transport()
             keyed = transport is not None and transport.host_key is not None  # key exchange finished
+            # paramiko gives up waiting for the banner with "No existing session" (its negotiation wait
+            # ends as the banner wait does), which names nothing; say what happened instead
+            silent = transport is not None and not transport.remote_version
             client.close()
+            if silent and isinstance(exc, paramiko.SSHException) and not isinstance(exc, TransportError):
+                raise Unreachable(f"{where}: no SSH banner within {timeout:.1f}s: the port accepts TCP "
+                                  "connections but does not speak SSH") from None
             raise _map_connect_error(exc, hop, where, self.known_hosts, keyed) from None
         return client
 
@@ -324,17 +343,18 @@ class SSHTransport:
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_output: int = DEFAULT_MAX_OUTPUT,
     ) -> CommandResult:
-        """Feed `script` to `[sudo -n] /bin/sh -s -- ARGS` in one exec; deadline counts from the exec."""
+        """Feed `script` to `[sudo -n] /bin/sh -s -- ARGS` in one exec; the deadline covers connecting too."""
         started = time.monotonic()
-        transport = self.connect()
+        deadline = started + deadline_s
+        transport = self.connect(deadline)
         try:
-            chan = transport.open_session(timeout=self.opts.connect_timeout)
+            chan = transport.open_session(timeout=self._timeout(deadline))
             chan.exec_command(build_command(args, self.use_sudo))
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self.close()
             raise TransportError(f"{self.spec.name}: cannot start the probe: {exc}") from None
         try:
-            out, err, truncated = _pump(chan, script.encode(), time.monotonic() + deadline_s, max_output)
+            out, err, truncated = _pump(chan, script.encode(), deadline, max_output)
         except _Deadline:
             _signal(chan, "TERM")
             chan.close()
@@ -346,6 +366,8 @@ class SSHTransport:
         status = chan.recv_exit_status()
         chan.close()
         stderr = err.decode("utf-8", "replace")
+        if status == -1:  # closed without an exit status: never a finished probe
+            self._no_exit_status(transport, len(out), stderr, deadline)
         if self.use_sudo and status == 1 and not out and "sudo: a password is required" in stderr:
             raise AuthFailed(f"{self.spec.name}: `sudo -n` needs a password for {self.target.user}")
         return CommandResult(
@@ -355,6 +377,21 @@ class SSHTransport:
             duration_s=time.monotonic() - started,
             truncated=truncated,
         )
+
+    def _no_exit_status(self, transport: paramiko.Transport, received: int, stderr: str, deadline: float) -> None:
+        """The channel closed without an exit status: the host (or its sshd) died mid-probe, or the probe
+        was killed by a signal (OpenSSH then sends `exit-signal`, which paramiko ignores). Either way the
+        output is partial, so the host must not read as collected."""
+        until = min(deadline, time.monotonic() + 1.0)  # paramiko closes the channels before the transport
+        while transport.is_active() and time.monotonic() < until:
+            time.sleep(0.02)
+        tail = f"; stderr: {stderr.strip()[-200:]}" if stderr.strip() else ""
+        if not transport.is_active():
+            self.close()
+            raise Unreachable(f"{self.spec.name}: connection lost during the probe after {received} bytes of "
+                              f"output: the host went down or its sshd died{tail}")
+        raise TransportError(f"{self.spec.name}: the probe was killed before it finished (no exit status, "
+                             f"{received} bytes of output){tail}")
 
     def close(self) -> None:
         """Close the target connection, then the jump hosts'."""

@@ -82,7 +82,7 @@ def aws_clients(region: str | None, profile: str | None, *names: str) -> list[An
     # Few attempts per call (worst backoff ~3 s): under persistent throttling 10 attempts took ~50 s per call
     # and held a scan for minutes past its deadline. The poll loop retries every round until the deadline,
     # and SendCommand is retried while the deadline allows (SSMBatch.throttled).
-    config = Config(retries={"mode": "adaptive", "max_attempts": 3}, connect_timeout=10, read_timeout=30)
+    config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=10, read_timeout=30)
     try:
         session = boto3.Session(profile_name=profile, region_name=region)
         return [session.client(name, config=config) for name in names]
