@@ -222,3 +222,13 @@ def test_run_shell_script_mode_sends_the_probe_inline(aws: AwsStandIns) -> None:
     assert "SSM_binaries='sh /usr/bin/env'" in sent["Parameters"]["commands"]
     names = {b["name"] for b in result.snapshot["facts"]["binaries"]}
     assert {"sh", "env"} <= names  # the probe names a binary given by path by its base name
+
+
+def test_exec_versions_reaches_the_probe_as_a_document_parameter(aws: AwsStandIns) -> None:
+    aws.endpoint.add_instance(iid(960), local_runner())
+    [result] = collect_hosts([spec(960)], binaries=["sh"], deadline_s=60, exec_versions=True)
+    assert result.status == "ok", result.error
+    [sent] = aws.endpoint.sent_commands
+    assert sent["Parameters"]["execVersions"] == ["yes"] and sent["Parameters"]["binaries"] == ["sh"]
+    [sh] = result.snapshot["facts"]["binaries"]
+    assert sh["version_refused"] == "no known version flag for sh" and sh["version_source"] != "exec"
