@@ -142,7 +142,7 @@ _CASES = [
     Case("inventory-oversize", "inventory", INV + " " * (9 << 20) + "\n", "", "MiB"),
     # --rules-config FILE and --set
     Case("rules-config-invalid-date", "rules-config", "cgroups:\n  dying_warn: 2026-02-30\n", ":2", "2026-02-30"),
-    Case("rules-config-lone-surrogate", "rules-config", 'cgroups:\n  dying_warn: "\\ud800"\n', ":2", "surrogate"),
+    Case("rules-config-lone-surrogate", "rules-config", 'kernel:\n  thp_allowed: ["\\ud800"]\n', ":2", "surrogate"),
     Case("rules-config-huge-int", "rules-config", f"cgroups:\n  dying_warn: {BIG_INT}\n", ":2", "digits"),
     Case("set-invalid-date", "set", None, "", "2026-02-30", "cgroups.dying_warn=2026-02-30"),
     Case("set-huge-int", "set", None, "", "digits", "cgroups.dying_warn=" + BIG_INT),
