@@ -10,6 +10,7 @@ shown as \\xNN.
 from __future__ import annotations
 
 import json
+import math
 import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -25,6 +26,15 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 def _text(value: Any) -> str:
     """Text XML 1.0 can carry: control characters become visible \\xNN escapes."""
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", show(value))
+
+
+def _seconds(value: Any) -> float:
+    """A duration for a `time` attribute: finite and not negative (CI readers reject `nan`), else 0."""
+    try:
+        seconds = float(value or 0)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int past float's range
+        return 0.0
+    return seconds if math.isfinite(seconds) and seconds >= 0 else 0.0
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: Any) -> ET.Element:
@@ -87,7 +97,7 @@ def _host_suite(root: ET.Element, doc: dict[str, Any], host: dict[str, Any], rul
                 findings: list[dict[str, Any]], drift: list[dict[str, Any]]) -> dict[str, int]:
     name, fail_on = host["name"], doc.get("fail_on")
     suite = _sub(root, "testsuite", name=name, hostname=name, timestamp=doc.get("generated_at") or "",
-                 time=f"{float(host.get('duration_s') or 0):.3f}")
+                 time=f"{_seconds(host.get('duration_s')):.3f}")
     props = _sub(suite, "properties")
     for key, value in [("target", host.get("target")), ("status", host["status"]),
                        *sorted((host.get("labels") or {}).items())]:
@@ -135,9 +145,9 @@ def render(doc: dict[str, Any]) -> str:
     for host in doc["hosts"]:
         for key, n in _host_suite(root, doc, host, rules, findings[host["name"]], drift[host["name"]]).items():
             totals[key] += n
-        elapsed += float(host.get("duration_s") or 0)
+        elapsed += _seconds(host.get("duration_s"))
     for key, n in totals.items():
         root.set(key, str(n))
-    root.set("time", f"{elapsed:.3f}")
+    root.set("time", f"{_seconds(elapsed):.3f}")  # huge durations may sum to inf
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
