@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from .textsafe import block
+
 
 @dataclass
 class Env:
@@ -25,17 +27,18 @@ class Env:
         self.write(text + "\n")
 
     def write(self, text: str) -> None:
-        """Write to stdout. A reader that went away (`| head`) must not stop the run: reports, history
-        and the exit code still happen; the rest of the terminal output is dropped."""
+        """Write to stdout, host text's control characters escaped (textsafe.block). A reader that went
+        away (`| head`) must not stop the run: reports, history and the exit code still happen; the rest of
+        the terminal output is dropped."""
         try:
-            self.stdout.write(text)
+            self.stdout.write(block(text))
             self.stdout.flush()
         except BrokenPipeError:
             self._drop_stdout()
 
     def err(self, text: str) -> None:
         with contextlib.suppress(BrokenPipeError):
-            print(text, file=self.stderr)
+            print(block(text), file=self.stderr)
 
     def _drop_stdout(self) -> None:
         if self.stdout is sys.stdout:  # also keep the interpreter's exit-time flush from failing

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .. import textsafe
 from ..atomicio import write_text_atomic
 from ..collect.probe import DEFAULT_BINARIES
 from ..context import Env
@@ -87,9 +88,10 @@ def progress_printer(env: Env):
 
 
 def one_line(result: HostResult) -> str:
-    """`name  status  1.2s  facts…` — the per-host summary line."""
+    """`name  status  1.2s  facts…` — the per-host summary line (host text's control characters escaped)."""
     if result.status != "ok" or not result.snapshot:
-        return f"{result.name:<20} {result.status:<18} {result.duration_s:5.1f}s  {result.error or ''}"
+        line = f"{result.name:<20} {result.status:<18} {result.duration_s:5.1f}s  {result.error or ''}"
+        return textsafe.one_line(line)
     snap = result.snapshot
     facts = snap["facts"]
     os_name = (facts.get("os") or {}).get("pretty_name") or "?"
@@ -104,4 +106,4 @@ def one_line(result: HostResult) -> str:
     bits.append(f"dying memcgs {dying if dying is not None else '?'}")
     if snap.get("errors"):
         bits.append("errors: " + ",".join(sorted(snap["errors"])))
-    return f"{result.name:<20} {'ok':<18} {result.duration_s:5.1f}s  " + "; ".join(bits)
+    return textsafe.one_line(f"{result.name:<20} {'ok':<18} {result.duration_s:5.1f}s  " + "; ".join(bits))

@@ -1,7 +1,8 @@
 """HTML: one self-contained file (inline CSS and JS, no external assets), from reports/report.html.j2.
 
-Autoescape is on for every value. The page carries a Content-Security-Policy that allows no network
-fetches and only the report's own script (by hash), so even a missed escape could not run host text.
+Autoescape is on for every value, and control and bidi characters in text are shown as \\xNN (textsafe).
+The page carries a Content-Security-Policy that allows no network fetches and only the report's own
+script (by hash), so even a missed escape could not run host text.
 """
 
 from __future__ import annotations
@@ -17,10 +18,16 @@ from markupsafe import Markup
 
 from ..models import SEVERITIES, severity_rank
 from ..resources import report_templates_dir
+from ..textsafe import block
 from . import view
 
 TEMPLATE = "report.html.j2"
 MAX_HOST_CLASSES = 500  # beyond this the page lists the worst classes and points at the JSON
+
+
+def _shown(value: Any) -> Any:
+    """finalize: host text with its control and bidi characters visible; markup built by the template as is."""
+    return block(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
 def _pretty(value: Any) -> str:
@@ -31,7 +38,7 @@ def _pretty(value: Any) -> str:
 def environment() -> Environment:
     """Templates from reports/, autoescape on; absent optional keys render empty (ChainableUndefined)."""
     env = Environment(loader=FileSystemLoader(str(report_templates_dir())), autoescape=True,
-                      undefined=ChainableUndefined)
+                      undefined=ChainableUndefined, finalize=_shown)
     env.filters.update(show=view.show, short=lambda v, width=24: view.short(view.show(v), width), pretty=_pretty)
     return env
 

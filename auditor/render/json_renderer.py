@@ -6,6 +6,8 @@ import json
 import math
 from typing import Any
 
+from ..textsafe import json_text
+
 
 def _finite(value: Any) -> Any:
     """NaN and ±Infinity become null: they are not JSON, and many readers reject the whole document."""
@@ -19,4 +21,5 @@ def _finite(value: Any) -> Any:
 
 
 def render(doc: dict[str, Any]) -> str:
-    return json.dumps(_finite(doc), indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
+    """The document, with control and bidi characters as \\u escapes (same data, inert on a terminal)."""
+    return json_text(json.dumps(_finite(doc), indent=2, ensure_ascii=False, default=str, allow_nan=False)) + "\n"

@@ -3,29 +3,28 @@
 <failure> for unwaived findings at or above the report's fail_on, <skipped> when every finding of that
 host × rule is waived, <error> for every rule of a host that was not reached (unknown is not a pass)
 and for each collector that failed on a reached host. Baseline drift is one more testcase per host.
-Built with xml.etree, so host text is escaped by the XML writer; characters XML cannot carry are
-shown as \\xNN.
+Built with xml.etree, so host text is escaped by the XML writer; control characters (which XML cannot
+carry), bidi overrides and lone surrogates are shown as \\xNN / \\uNNNN (textsafe).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from typing import Any
 
 from ..models import severity_rank
+from ..textsafe import block
 from .view import at_or_above, drift_values, show
 
 DRIFT_CASE = "baseline drift"
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _text(value: Any) -> str:
-    """Text XML 1.0 can carry: control characters become visible \\xNN escapes."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", show(value))
+    """Text XML 1.0 can carry and a terminal shows inertly: control and bidi characters as visible escapes."""
+    return block(show(value))
 
 
 def _seconds(value: Any) -> float:

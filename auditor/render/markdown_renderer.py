@@ -1,8 +1,8 @@
 """Markdown for tickets and pull requests: verdict, top findings and splits first, from reports/report.md.j2.
 
-Every value the template prints is escaped for Markdown (pipes, backticks, emphasis, links, HTML) by the
-environment's `finalize`, the way autoescape works for HTML; only the `code`/`hosts`/`cell` filters
-build spans, and they escape what goes inside.
+Every value the template prints is escaped for Markdown (pipes, backticks, emphasis, links, HTML; control
+and bidi characters as visible \\xNN) by the environment's `finalize`, the way autoescape works for HTML;
+only the `code`/`hosts`/`cell` filters build spans, and they escape what goes inside.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from jinja2 import ChainableUndefined, Environment, FileSystemLoader
 
 from ..resources import report_templates_dir
+from ..textsafe import escape_controls
 from . import view
 
 TEMPLATE = "report.md.j2"
@@ -34,14 +35,14 @@ def escape(value: Any) -> str:
     if isinstance(value, Raw):
         return value
     text = "" if value is None else str(value)
-    text = " ".join(text.split())
+    text = escape_controls(" ".join(text.split()))
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _SPECIAL.sub(r"\\\1", text)
 
 
 def code(value: Any) -> Raw:
     """A code span that no backtick or pipe inside can end early (GFM tables need `\\|` even in code)."""
-    text = " ".join(view.show(value).split())
+    text = escape_controls(" ".join(view.show(value).split()))
     fence = "`" * (max((len(m) for m in _BACKTICKS.findall(text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return Raw(f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}")

@@ -11,6 +11,7 @@ from ..context import Env
 from ..errors import InputError
 from ..models import SEVERITIES, Report
 from ..reportdoc import report_to_dict, validate_report
+from ..textsafe import one_line
 from . import RENDERERS
 
 REPORT_STEM = "report"
@@ -71,7 +72,7 @@ def apply(plan: RenderPlan, report: Report, snapshots: list[dict]) -> None:
 
 
 def summarize(report: Report, env: Env) -> None:
-    """A concise terminal summary: findings by severity, top findings, hosts not reached."""
+    """A concise terminal summary: findings by severity, top findings, hosts not reached (host text escaped)."""
     active = [f for f in report.findings if not f.waived]
     counts = ", ".join(f"{sum(f.severity == s for f in active)} {s}" for s in SEVERITIES)
     reached = sum(h.status == "ok" for h in report.hosts)
@@ -79,11 +80,11 @@ def summarize(report: Report, env: Env) -> None:
             f"waived: {sum(f.waived for f in report.findings)}; drift: {len(report.drift)}")
     order = {s: i for i, s in enumerate(SEVERITIES)}
     for f in sorted(active, key=lambda f: (order[f.severity], f.rule, f.host))[:15]:
-        env.out(f"  [{f.severity.upper():8}] {f.host}: {f.title}")
+        env.out(f"  [{f.severity.upper():8}] {one_line(f.host)}: {one_line(f.title)}")
     if len(active) > 15:
         env.out(f"  … {len(active) - 15} more in the report")
     for note in report.notes:
-        env.out(f"  note: {note}")
+        env.out(f"  note: {one_line(note)}")
     for split in ((report.comparison or {}).get("splits") or [])[:5]:
-        env.out(f"  split by {split['group_by']}: {split['path']} (score {split['score']:.2f})")
+        env.out(f"  split by {one_line(split['group_by'])}: {one_line(split['path'])} (score {split['score']:.2f})")
     env.out(f"exit code {report.exit_code}")
