@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -114,3 +115,15 @@ def test_render_reports_of_hostile_snapshots(path: Path, data: st.DataObject) ->
                     generated_at="2026-01-01T00:00:00Z")
     doc = report_to_dict(report)
     assert_renders(doc)
+
+
+def test_the_script_check_catches_unescaped_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTML oracle can fail: with autoescape off, a host named `</script><script>` shows up in it."""
+    from auditor.render import html_renderer
+
+    doc = json.loads(json.dumps(seed(REPORTS[0])))
+    doc["hosts"][0]["name"] = "</script><script>alert(1)</script>"
+    assert script_tags(RENDERERS["html"][0](doc)) == template_script_tags()
+    unescaped = html_renderer.environment().overlay(autoescape=False)
+    monkeypatch.setattr(html_renderer, "environment", lambda: unescaped)
+    assert script_tags(html_renderer.render(doc)) != template_script_tags()
