@@ -99,6 +99,9 @@ def test_item_in_a_host_level_rule_and_undefined_names_on_later_lines(tmp_path: 
                                        '{% set n = 1 %}{{ n }} and {{ kernal }}"'))
     code, _, err = run("rules", "check", str(path))
     assert code == 2 and f"{path}:6: title template: undefined name 'kernal'" in err
+    path.write_text(HOST_LEVEL.replace('"{title}"', "|-\n      kernel {{ facts.kernel.release }}\n      {{ kernal }}"))
+    code, _, err = run("rules", "check", str(path))  # a literal block starts on the line after `title: |-`
+    assert code == 2 and f"{path}:6: title template: undefined name 'kernal'" in err
     path.write_text(HOST_LEVEL.format(title="kernel {{ facts.kernel.release }} on {{ name }}{{ labels.az }}"))
     assert run("rules", "check", str(path))[0] == 0
 

@@ -220,6 +220,17 @@ def _plain_path(path: str) -> bool:
     return bool(path) and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part) for part in path.split("."))
 
 
+def _title_line(path: str, key_line: int, lineno: int) -> int:
+    """The file line of a title template's line `lineno`: a block scalar (`title: |-`) starts on the next line."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = next((line for i, line in enumerate(f, 1) if i == key_line), "")
+    except OSError:
+        text = ""
+    value = text.partition(":")[2].strip()
+    return key_line + lineno - 1 + (1 if value[:1] in ("|", ">") else 0)
+
+
 def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
     where, line = pack.source, pack.raw_rules.line_of(index)
     if not isinstance(node, LineDict):
@@ -278,7 +289,7 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
         title, r = compile_title(title_src, root_spec(item_spec), params=pack.params,
                                  evidence=[n for n, _ in evidence] if evidence or select is None else None)
     except TemplateError as exc:
-        raise InputError(str(exc), where, node.line_of("title") + exc.lineno - 1) from None
+        raise InputError(str(exc), where, _title_line(where, node.line_of("title"), exc.lineno)) from None
     reads.merge(r)
 
     areas = set(reads.areas)
