@@ -6,6 +6,7 @@ import pytest
 
 from auditor.collect import framing
 from auditor.collect.parsers.binaries import parse_binaries
+from auditor.collect.parsers.network import parse_network
 from auditor.collect.sections import TamperedOutput, blocks, split_sections, subsections
 from auditor.collect.snapshot import build_snapshot
 from auditor.models import CommandResult, HostSpec
@@ -133,6 +134,8 @@ def test_repeated_keys_blocks_and_subsections_are_tampering() -> None:
         blocks("@ a\nx\n@ a\ny", unique=True)
     with pytest.raises(TamperedOutput):
         subsections("--- threads\n1\n--- threads\n2")
+    with pytest.raises(TamperedOutput):  # interface names are unique and can hold no newline
+        parse_network("@ eth0 driver=ena operstate=up mtu=9001\n@ eth0 driver=ena operstate=down mtu=1500")
     raw = frame({"binaries": REAL_KUBELET + "\npath=/tmp/kubelet"})
     snap = build_snapshot(HostSpec("h", "local"), CommandResult(raw, "", 0), N)
     assert snap["facts"]["binaries"] is None and "tampered" in snap["errors"]["binaries"]

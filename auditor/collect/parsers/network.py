@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..sections import blocks, to_int
+from ..sections import TamperedOutput, blocks, to_int
 
 # Kernel-log events worth counting (FIELD-NOTES §4), by fact name.
 KERNEL_LOG_EVENTS: dict[str, re.Pattern[str]] = {
@@ -56,6 +56,9 @@ def parse_kernel_log(text: str) -> dict[str, Any]:
 
 def parse_network(text: str, kernel_log_text: str = "") -> dict[str, Any]:
     interfaces = [_interface(h, lines) for h, lines in blocks(text) if h]  # a bare `@ ` names no interface
+    names = [i["name"] for i in interfaces]
+    if len(set(names)) != len(names):  # the kernel keeps names unique and newline-free: only a forgery repeats one
+        raise TamperedOutput("an interface appears twice")
     module_version = None
     for line in text.splitlines():
         if line.startswith("ena_module_version="):
