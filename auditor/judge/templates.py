@@ -26,6 +26,7 @@ ENV = make_environment()
 # Names a title template may use (the render context of every finding); `item` only in select rules.
 CONTEXT_NAMES = ("item", "facts", "host", "labels", "name", "params", "evidence")
 TITLE_MAX = 4096  # characters of title kept; the rest is cut
+MAX_SOURCE = 16384  # characters of template source (deeper nesting than jinja2 can parse is also exit 2)
 CUT_MARK = " …[cut]"
 
 
@@ -76,6 +77,16 @@ def compile_title(source: str, root: FactSpec, params: Collection[str] | None = 
     """Compile a title template; check it is in the safe subset, names only the context, and that its
     `facts.…`/`host.…`/`item.…` chains are in the schema, `params.X` in `params` and `evidence.X` in
     `evidence` (each when given)."""
+    if len(source) > MAX_SOURCE:
+        raise TemplateError(f"title template: {len(source)} characters, over the limit {MAX_SOURCE}")
+    try:
+        return _compile(source, root, params, evidence)
+    except RecursionError:
+        raise TemplateError("title template: nested too deeply") from None
+
+
+def _compile(source: str, root: FactSpec, params: Collection[str] | None,
+             evidence: Collection[str] | None) -> tuple[Any, Reads]:
     try:
         ast = ENV.parse(source)
     except TemplateSyntaxError as exc:
