@@ -112,7 +112,7 @@ def rule_files(dirs: Iterable[str | Path], builtin: bool = True) -> list[Path]:
         elif kind == "file":
             out.append(p)
         else:
-            raise InputError(_KIND_TEXT[kind] if kind in _KIND_TEXT else "no such rules file or directory", str(p))
+            raise InputError(_KIND_TEXT.get(kind, "no such rules file or directory"), str(p))
     return out
 
 
