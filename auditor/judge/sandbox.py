@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 from jinja2 import ChainableUndefined, filters, nodes, pass_environment, pass_eval_context
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
@@ -220,19 +220,19 @@ class _Rewrite(NodeTransformer):
     """`a ~ b` → `[a, b] | _ami_cat` (size-checked); `for x in xs` → `for x in xs | _ami_iter` (budgeted)."""
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
-        node = self.generic_visit(node)
+        self.generic_visit(node)  # transforms the children in place
         items = nodes.List(list(node.nodes), lineno=node.lineno)
         return nodes.Filter(items, CAT_FILTER, [], [], None, None, lineno=node.lineno)
 
     def visit_For(self, node: nodes.For) -> nodes.Node:
-        node = self.generic_visit(node)
+        self.generic_visit(node)
         node.iter = nodes.Filter(node.iter, ITER_FILTER, [], [], None, None, lineno=node.lineno)
         return node
 
 
 def rewrite(ast: nodes.Template) -> nodes.Template:
     """The template with its `~` and loops routed through the checks above (done by every compile)."""
-    return _Rewrite().visit(ast)
+    return cast(nodes.Template, _Rewrite().visit(ast))
 
 
 class TitleEnvironment(ImmutableSandboxedEnvironment):
@@ -248,7 +248,7 @@ class TitleEnvironment(ImmutableSandboxedEnvironment):
                 raw: bool = False, defer_init: bool = False) -> Any:
         """Every template this environment compiles has its `~` and loops routed through the checks."""
         ast = self._parse(source, name, filename) if isinstance(source, str) else source
-        return super().compile(rewrite(ast), name, filename, raw, defer_init)
+        return super().compile(rewrite(ast), name, filename, raw, defer_init)  # type: ignore[call-overload]
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         tick()
