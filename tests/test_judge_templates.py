@@ -167,6 +167,7 @@ def test_output_past_the_size_cap_is_cut_and_marked(source: str) -> None:
     ("{% set a = facts.systemd.units * 100 %}{% set b = a + a %}{% set c = b + b %}{% set d = c + c %}"
      "{% set e = d + d %}{% set f = e + e %}{% set g = f + f %}{% set h = g + g %}{% set i = h + h %}{{ i | length }}",
      "concatenation would build"),
+    ("{{ ([[item.name] * 1000] * 1000) | sum(start=[]) | length }}", "sum: start must be a number"),
     ("{% for a in facts.systemd.units %}{% for b in facts.systemd.units %}{% for c in facts.systemd.units %}"
      "{% for d in facts.systemd.units %}{% for e in facts.systemd.units %}{% endfor %}{% endfor %}{% endfor %}"
      "{% endfor %}{% endfor %}done", "title template"),

@@ -202,13 +202,22 @@ def _join(eval_ctx: Any, value: Iterable[Any], d: str = "", attribute: str | int
     return filters.do_join(eval_ctx, items, d, attribute)
 
 
+@pass_environment
+def _sum(env: Any, iterable: Iterable[Any], attribute: str | int | None = None, start: Any = 0) -> Any:
+    """Numbers only: summing lists (`start=[]`) copies quadratically."""
+    if not isinstance(start, (int, float)) or isinstance(start, bool):
+        raise SecurityError("sum: start must be a number in titles")
+    return filters.do_sum(env, iterable, attribute, start)
+
+
 # Filters a title may use; the amplifying ones are replaced by the checked versions above.
 CHECKED_FILTERS = {"center": _center, "indent": _indent, "truncate": _truncate, "wordwrap": _wordwrap,
-                   "batch": _batch, "slice": _slice, "format": _format, "replace": _replace, "join": _join}
+                   "batch": _batch, "slice": _slice, "format": _format, "replace": _replace, "join": _join,
+                   "sum": _sum}
 PLAIN_FILTERS = ("abs", "capitalize", "count", "d", "default", "dictsort", "first", "float", "filesizeformat",
                  "groupby", "int", "items", "last", "length", "list", "lower", "map", "max", "min", "reject",
-                 "rejectattr", "reverse", "round", "select", "selectattr", "sort", "string", "striptags", "sum",
-                 "title", "trim", "unique", "upper", "urlencode", "wordcount")
+                 "rejectattr", "reverse", "round", "select", "selectattr", "sort", "string", "striptags", "title",
+                 "trim", "unique", "upper", "urlencode", "wordcount")
 SAFE_FILTERS = frozenset((*CHECKED_FILTERS, *PLAIN_FILTERS))
 SAFE_TESTS = frozenset(("!=", "<", "<=", "==", ">", ">=", "boolean", "defined", "divisibleby", "eq", "equalto",
                         "even", "false", "float", "ge", "greaterthan", "gt", "in", "integer", "iterable", "le",
