@@ -102,6 +102,20 @@ def test_probe_refuses_to_run_without_a_valid_nonce(head: str) -> None:
     assert result.exit_status != 0 and result.stdout == "" and "AMI_NONCE" in result.stderr
 
 
+@pytest.mark.parametrize("args", [["--root", "/"], ["--exec-versions", "--root", "/"], ["--root", "IMAGE"],
+                                  ["sh", "--root", "/"], ["--root"]])
+def test_probe_refuses_the_retired_root_option(tmp_path: Path, args: list[str]) -> None:
+    """The probe audits only the live host it runs on; the old offline mode (`--root DIR`, which read an
+    image with this machine's tools and followed its links out of it) is refused like a missing nonce."""
+    image = tmp_path / "image"
+    (image / "etc").mkdir(parents=True)
+    (image / "etc" / "os-release").write_text("ID=planted\n")
+    args = [str(image) if a == "IMAGE" else a for a in args]
+    result = LocalTransport().run(with_nonce(probe_script(), new_nonce()), args, deadline_s=30)
+    assert result.exit_status == 64 and result.stdout == ""
+    assert "--root" in result.stderr and "refusing to run" in result.stderr
+
+
 def _fake_binary(directory: Path, sentinel: Path, owner: int = 0, mode: int = 0o755) -> Path:
     """A `runc` that would leave `sentinel` behind if anything ran it."""
     directory.mkdir(parents=True, exist_ok=True)

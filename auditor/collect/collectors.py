@@ -17,8 +17,9 @@ from .parsers.packages import parse_packages
 from .parsers.systemd import parse_systemd
 from .sections import Section, TamperedOutput
 
-# Shell statuses the probe uses for "this facility is not on the host" (e.g. no systemctl) and for
-# "a runtime fact, not applicable to an unbooted image" (probe run with --root).
+# Section statuses for "this facility is not on the host" (e.g. no systemctl; the probe and the image
+# reader) and for "a runtime fact, not applicable to an unbooted image" (the image reader only:
+# collect/image_sections.py; the probe audits only the live host it runs on).
 RC_NOT_AVAILABLE = 3
 RC_OFFLINE = 5
 

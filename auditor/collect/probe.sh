@@ -1,9 +1,10 @@
 # ami-auditor probe: static, read-only POSIX sh (dash/bash/busybox). Sent on stdin, run once.
 # Its first line, added by the scanner, is `AMI_NONCE=<32 hex>`: a per-run secret every marker carries
 # (auditor/collect/framing.py), so nothing a host prints can open, close or replace a section.
-# Arguments: [--root DIR] [--exec-versions] then names or absolute paths of key binaries (validated by
-# the caller). With --root the probe audits an unbooted image mounted at DIR: it reads files below DIR
-# with this machine's tools, never executes the image's binaries, and skips runtime sections (status 5).
+# It audits only the live host it runs on (images are read in Python, confined to their root:
+# auditor/collect/image_sections.py). Arguments: [--exec-versions] then names or absolute paths of key
+# binaries (validated by the caller); any other option (such as the retired --root DIR) is refused like a
+# missing nonce: nothing on stdout, status 64.
 # Binaries are fingerprinted, never run, unless --exec-versions (then only root-owned, root-only-writable
 # files in a root-only-writable directory chain; see exec_refusal).
 # Prints sections:  @@AMI-AUDITOR-SECTION <nonce> name@@ ... @@AMI-AUDITOR-END <nonce> name rc=N@@
@@ -19,17 +20,19 @@ if [ "${#N}" -ne 32 ]; then
   echo "ami-auditor probe: the script must start with a valid AMI_NONCE line; refusing to run" >&2
   exit 64
 fi
+EXEC=0
+if [ "${1:-}" = "--exec-versions" ]; then EXEC=1; shift; fi
+for a in "$@"; do  # binary names and paths only: a validated one never starts with `-`
+  case $a in -*)
+    printf 'ami-auditor probe: unknown option %s (it audits only the host it runs on); refusing to run\n' "$a" >&2
+    exit 64 ;;
+  esac
+done
 NL='
 '
 renice -n 19 -p $$ >/dev/null 2>&1
 ionice -c 3 -p $$ >/dev/null 2>&1
 umask 077
-R=
-if [ "${1:-}" = "--root" ]; then R=${2%/}; shift 2; fi
-EXEC=0
-if [ "${1:-}" = "--exec-versions" ]; then EXEC=1; shift; fi
-RC_OFFLINE=5
-online() { [ -z "$R" ]; }
 
 if command -v timeout >/dev/null 2>&1; then
   T() { timeout -k 1 "$@"; }
@@ -64,22 +67,17 @@ s_meta() {
 }
 
 s_identity() {
-  if online; then
-    kv hostname catf /proc/sys/kernel/hostname
-    kv boot_id catf /proc/sys/kernel/random/boot_id
-    kv uptime catf /proc/uptime
-  else
-    kv hostname catf "$R/etc/hostname"
-  fi
-  kv machine_id catf "$R/etc/machine-id"
-  printf 'image_id_file='; (catf "$R/etc/image-id" | tr '\n' ' '); echo
+  kv hostname catf /proc/sys/kernel/hostname
+  kv boot_id catf /proc/sys/kernel/random/boot_id
+  kv uptime catf /proc/uptime
+  kv machine_id catf /etc/machine-id
+  printf 'image_id_file='; (catf /etc/image-id | tr '\n' ' '); echo
 }
 
-s_cloudinit() { online || return $RC_OFFLINE; catf /run/cloud-init/instance-data.json; }
+s_cloudinit() { catf /run/cloud-init/instance-data.json; }
 
 s_imds() {
   # IMDSv2 with a short timeout; only when curl exists. Prints key=value lines.
-  online || return $RC_OFFLINE
   has curl || return 3
   tok=$(T 3 curl -s -f -m 1 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' \
         http://169.254.169.254/latest/api/token 2>/dev/null) || return 4
@@ -91,13 +89,9 @@ s_imds() {
   return 0
 }
 
-s_os() { catf "$R/etc/os-release" || catf "$R/usr/lib/os-release"; }
+s_os() { catf /etc/os-release || catf /usr/lib/os-release; }
 
 s_kernel() {
-  if ! online; then  # the newest installed kernel of the image; nothing else is known offline
-    printf 'release=%s\n' "$(ls "$R/lib/modules" "$R/usr/lib/modules" 2>/dev/null | grep -v : | sort -V | tail -n 1)"
-    return 0
-  fi
   kv release uname -r
   kv version uname -v
   kv machine uname -m
@@ -111,7 +105,6 @@ s_kernel() {
 
 s_sysctl() {
   # One grep over the chosen set: prints /proc/sys/PATH:VALUE lines.
-  online || return $RC_OFFLINE
   cd /proc/sys 2>/dev/null || return 3
   grep -H '' kernel/pid_max kernel/threads-max kernel/panic kernel/numa_balancing \
     vm/swappiness vm/max_map_count vm/overcommit_memory vm/min_free_kbytes \
@@ -127,26 +120,12 @@ s_sysctl() {
 booted() { has systemctl && [ -d /run/systemd/system ]; }
 
 s_systemd_version() {
-  if ! online; then  # from the image's shared library name, e.g. libsystemd-shared-252.so
-    for f in "$R"/usr/lib/systemd/libsystemd-shared-*.so "$R"/lib/systemd/libsystemd-shared-*.so \
-             "$R"/usr/lib/*/systemd/libsystemd-shared-*.so; do
-      [ -e "$f" ] || continue
-      v=${f##*libsystemd-shared-}; one "systemd ${v%%[.-]*}"; return 0
-    done
-    [ -d "$R/etc/systemd/system" ] && echo "systemd unknown" && return 0
-    return 3
-  fi
   has systemctl || return 3
   v=$(T 5 systemctl --version) || return $?  # hung (124) or failing: an error, never "no version"
   printf '%s\n' "$v" | head -n 1
 }
 
 s_unit_files() {
-  if ! online; then
-    has systemctl || return 3
-    T 20 systemctl --root="$R" list-unit-files --no-legend --no-pager 2>/dev/null
-    return 0
-  fi
   booted || return 3
   UNIT_FILES=$(T 10 systemctl list-unit-files --no-legend --no-pager 2>/dev/null); rc=$?  # reused by s_units
   printf '%s\n' "$UNIT_FILES"
@@ -155,7 +134,6 @@ s_unit_files() {
 
 s_units() {
   # Runtime state of loaded services/sockets/timers plus enabled unit files, in one `show` call.
-  online || return 0  # an unbooted image has no runtime state: no units, not an error
   booted || return 3
   {
     T 10 systemctl list-units --all --no-legend --no-pager --plain \
@@ -169,7 +147,6 @@ s_units() {
 
 s_restart_journal() {
   # Restart evidence from PID 1's journal this boot (the only source on systemd < 235).
-  online || return 0
   has journalctl || return 3
   T 10 journalctl -b -q --no-pager -o cat _PID=1 2>/dev/null |
     awk '/holdoff time over, scheduling restart/ || /Scheduled restart job/ {
@@ -179,7 +156,6 @@ s_restart_journal() {
 }
 
 s_cgroups() {
-  online || return $RC_OFFLINE
   printf 'fstype='; stat -fc %T /sys/fs/cgroup 2>/dev/null || echo
   printf 'unified_fstype='; stat -fc %T /sys/fs/cgroup/unified 2>/dev/null || echo
   echo '--- proc_cgroups'
@@ -238,37 +214,37 @@ s_binaries() {
     case $b in
       /*) p=$b ;;
       *) p=
-         online && p=$(command -v "$b" 2>/dev/null)
+         p=$(command -v "$b" 2>/dev/null)
          alt=$b; [ "$b" = ecs-init ] && alt=amazon-ecs-init  # ecs-init installs /usr/libexec/amazon-ecs-init
          if [ -z "$p" ]; then
            for d in /usr/local/bin /usr/bin /usr/sbin /usr/local/sbin /bin /sbin /usr/libexec \
                     /opt/bin /snap/bin; do
-             [ -x "$R$d/$b" ] && p=$d/$b && break
-             [ -x "$R$d/$alt" ] && p=$d/$alt && break
+             [ -x "$d/$b" ] && p=$d/$b && break
+             [ -x "$d/$alt" ] && p=$d/$alt && break
            done
          fi ;;
     esac
-    if [ -z "$p" ] || [ ! -f "$R$p" ]; then echo "found=0"; continue; fi
+    if [ -z "$p" ] || [ ! -f "$p" ]; then echo "found=0"; continue; fi
     echo "found=1"
     put path "$p"
-    rp=$(readlink -f "$R$p" 2>/dev/null); rp=${rp#"$R"}
+    rp=$(readlink -f "$p" 2>/dev/null)
     put realpath "$rp"
-    put stat "$(stat -Lc '%s %Y %d %i %a %U' "$R$p" 2>/dev/null)"
-    put sha256 "$(T 20 sha256sum < "$R$p" 2>/dev/null | cut -d' ' -f1)"
+    put stat "$(stat -Lc '%s %Y %d %i %a %U' "$p" 2>/dev/null)"
+    put sha256 "$(T 20 sha256sum < "$p" 2>/dev/null | cut -d' ' -f1)"
     v= src=none
-    if has dpkg-query && [ -d "$R/var/lib/dpkg" ]; then
+    if has dpkg-query && [ -d /var/lib/dpkg ]; then
       # one query for the path, its merged-/usr twin and its resolved target
-      o=$(T 10 dpkg-query --admindir="$R/var/lib/dpkg" -S "$p" "${p#/usr}" "${rp:-$p}" 2>/dev/null |
+      o=$(T 10 dpkg-query -S "$p" "${p#/usr}" "${rp:-$p}" 2>/dev/null |
           grep -v '^diversion by ' | head -n 1)
       if [ -n "$o" ]; then
         put dpkg_owner "${o%%:*}"
         o=${o%%:*}; o=${o%%,*}
-        v=$(T 10 dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${Version}' -- "$o" 2>/dev/null | head -n 1)
+        v=$(T 10 dpkg-query -W -f='${Version}' -- "$o" 2>/dev/null | head -n 1)
         put dpkg_version "$v"
       fi
     fi
-    if has rpm && { online || [ -d "$R/var/lib/rpm" ]; }; then
-      o=$(T 10 rpm ${R:+--root "$R"} -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p" 2>/dev/null | head -n 1)
+    if has rpm; then
+      o=$(T 10 rpm -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p" 2>/dev/null | head -n 1)
       case $o in
         *"not owned"*|"") ;;
         *) put rpm_owner "$o"; o=${o#*"	"}; v=${o%%"	"*} ;;
@@ -277,15 +253,11 @@ s_binaries() {
     [ -n "$v" ] && src=package
     why=
     if [ "$EXEC" = 1 ]; then
-      if ! online; then
-        why="an image's binaries are never run"
-      else
-        case ${p##*/} in
-          kubelet|kubectl|kube-proxy|containerd|dockerd|docker|runc|crictl|nvidia-container-runtime|nvidia-smi)
-            why=$(exec_refusal "$rp") ;;
-          *) why="no known version flag for ${p##*/}" ;;
-        esac
-      fi
+      case ${p##*/} in
+        kubelet|kubectl|kube-proxy|containerd|dockerd|docker|runc|crictl|nvidia-container-runtime|nvidia-smi)
+          why=$(exec_refusal "$rp") ;;
+        *) why="no known version flag for ${p##*/}" ;;
+      esac
       if [ -z "$why" ]; then
         case ${p##*/} in
           nvidia-smi) ev=$(T 5 "$rp" --version 2>&1 | grep -i 'driver version' | head -n 1) ;;
@@ -301,38 +273,37 @@ s_binaries() {
     nre=$(printf '%s' "$n" | sed 's/[.+]/[&]/g')  # the validated name as a literal in the ERE below
     for f in /var/log/cloud-init-output.log /var/lib/cloud/instance/user-data.txt \
              /var/lib/cloud/instance/scripts/* /etc/eks/release /var/log/user-data.log; do
-      [ -r "$R$f" ] || continue
+      [ -r "$f" ] || continue
       fq=$(oneline "$f" | tr ' ' '?')  # a host-chosen file name: data only, one field
-      T 5 grep -ohE "(https?|s3)://[^ \"'<>]*/$nre([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$R$f" 2>/dev/null |
+      T 5 grep -ohE "(https?|s3)://[^ \"'<>]*/$nre([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$f" 2>/dev/null |
         head -n 5 | while IFS= read -r u; do printf 'url=%s %s\n' "$fq" "$u"; done
     done
   done
   return 0
 }
 
-s_eks() { catf "$R/etc/eks/release"; return 0; }
+s_eks() { catf /etc/eks/release; return 0; }
 
 s_ecs() {
-  if [ -r "$R/etc/ecs/ecs.config" ]; then
+  if [ -r /etc/ecs/ecs.config ]; then
     echo "config_present=1"
-    grep -E '^[[:space:]]*ECS_CLUSTER=' "$R/etc/ecs/ecs.config" | tail -n 1 | sed 's/^[[:space:]]*/cluster_line=/'
+    grep -E '^[[:space:]]*ECS_CLUSTER=' /etc/ecs/ecs.config | tail -n 1 | sed 's/^[[:space:]]*/cluster_line=/'
   else
     echo "config_present=0"
   fi
-  for f in "$R"/var/log/ecs/ecs-init.log "$R"/var/log/ecs/ecs-init.log.*; do
+  for f in /var/log/ecs/ecs-init.log /var/log/ecs/ecs-init.log.*; do
     [ -r "$f" ] || continue
-    printf 'log='; oneline "${f#"$R"}"; printf ' '
+    printf 'log='; oneline "$f"; printf ' '
     grep -c 'Agent exited with code' "$f"
     grep 'Agent exited with code' "$f" | tail -n 1 | sed 's/^/last_exit=/'
   done
-  if online && has docker; then
+  if has docker; then
     T 5 docker inspect -f 'agent_started={{.State.StartedAt}} agent_status={{.State.Status}} agent_restarts={{.RestartCount}}' ecs-agent 2>/dev/null
   fi
   return 0
 }
 
 s_network() {
-  online || return $RC_OFFLINE
   for i in /sys/class/net/*; do
     n=${i##*/}
     [ "$n" = lo ] && continue
@@ -350,7 +321,6 @@ s_network() {
 
 s_kernel_log() {
   # Driver trouble only (ENA resets, watchdogs, OOM), newest last, bounded.
-  online || return $RC_OFFLINE
   pat='TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Device reset completed|ena .*reset|NETDEV WATCHDOG|Out of memory: Killed|soft lockup|hung_task'
   if has journalctl && T 10 journalctl -k -b -q --no-pager -o short-monotonic 2>/dev/null | grep -E "$pat" | tail -n 200; then
     return 0
@@ -362,7 +332,6 @@ s_kernel_log() {
 cpu_begin() {
   # First CPU sample, taken before the other sections: the ~1 s window overlaps their work instead of
   # adding a sleep. The probe's own short-lived children are gone by the second sample.
-  online || return 0
   CPU_T0=$(cut -d' ' -f1 /proc/uptime)
   CPU_A=$(grep '^cpu' /proc/stat)
   CPU_TA=$(grep -H '' /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null)
@@ -370,7 +339,6 @@ cpu_begin() {
 
 s_cpu() {
   # Second sample at least 1 s after the first; per-core deltas and the threads that ran in between.
-  online || return $RC_OFFLINE
   [ -n "$CPU_A" ] || return 1
   n=$(grep -c '^processor' /proc/cpuinfo)
   printf 'ncpu=%s\n' "$n"
@@ -413,13 +381,13 @@ s_cpu() {
 }
 
 s_packages() {
-  if has dpkg-query && [ -d "$R/var/lib/dpkg" ]; then
+  if has dpkg-query && [ -d /var/lib/dpkg ]; then
     echo "manager=dpkg"
-    T 20 dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n' 2>/dev/null |
+    T 20 dpkg-query -W -f='${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n' 2>/dev/null |
       awk -F'\t' '$1 ~ /^ii/ {print $2 "\t" $3 "\t" $4}'
-  elif has rpm && { online || [ -d "$R/var/lib/rpm" ] || [ -d "$R/usr/lib/sysimage/rpm" ]; }; then
+  elif has rpm; then
     echo "manager=rpm"
-    T 30 rpm ${R:+--root "$R"} -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n' 2>/dev/null
+    T 30 rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n' 2>/dev/null
   else
     return 3
   fi
