@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _wants_debug(argv)
     try:
+        for i, arg in enumerate(argv, 1):  # only reachable through main(argv): a shell cannot pass NUL
+            if "\0" in arg:
+                raise InputError(f"argument {i} contains a NUL character")
         args = build_parser().parse_args(argv)
         return int(args.func(args, env))
     except InputError as exc:

@@ -27,6 +27,8 @@ def _mib(n: int) -> str:
 def read_bounded(path: str | Path, limit: int) -> bytes:
     """The file's bytes, refusing non-regular files and anything larger than `limit` bytes."""
     p = str(path)
+    if "\0" in p:
+        raise InputError("a file name cannot contain a NUL character", p.replace("\0", "\\0"))
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, by its type)
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))

@@ -310,3 +310,17 @@ def test_a_backtracking_baseline_pattern_is_matched_in_linear_time(tmp_path: Pat
                           capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 1, proc.stderr
     assert "facts.os.id" in proc.stdout and "1 difference" in proc.stdout
+
+
+@pytest.mark.parametrize("command", ["report", "rules-check", "diff"])
+def test_a_nul_in_a_file_name_is_bad_input_not_a_crash(command: str, tmp_path: Path) -> None:
+    bad = str(tmp_path / "a\0b.json")
+    argv = {"report": ["report", bad, "--format", "md"],
+            "rules-check": ["rules", "check", bad],
+            "diff": ["diff", bad, bad]}[command]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = main(argv, Env(stdout, stderr))
+    text = stdout.getvalue() + stderr.getvalue()
+    reliability.record("bad input", f"file/nul-in-name-{command}", crashed=code == 4 or "Traceback" in text)
+    assert code == 2, text[-2000:]
+    assert "NUL" in text and "Traceback" not in text
