@@ -133,6 +133,9 @@ def check_scan(scan: Scan, case: str, deadline: float, faulty: dict[str, tuple[s
     reported = {h["name"] for h in scan.report.get("hosts", [])}
     crashed = "Traceback" in scan.stderr or scan.code not in (0, 1, 2, 3)
     reliability.record("fault", case, crashed=crashed, lost=len(set(names) - reported))
+    shown = ", ".join(f"{n} {scan.host(n)['status']} in {scan.host(n)['duration_s']:.1f} s"
+                      for n in faulty if n in reported)
+    print(f"[fault] {case}: scan exit {scan.code} in {scan.elapsed:.1f} s (bound {deadline:g} s + margin); {shown}")
     assert not crashed, f"exit {scan.code}:\n{scan.stderr[-3000:]}"
     assert scan.report, "no report.json written"
     jsonschema.validate(scan.report, SCHEMA)
