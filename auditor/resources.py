@@ -18,7 +18,8 @@ def _data_dir(package: str, folder: str) -> Path:
     except ModuleNotFoundError:
         spec = None
     locations = list(spec.submodule_search_locations or []) if spec else []
-    for location in [*(str(loc) for loc in locations), _REPO / folder]:
+    candidates: list[str | Path] = [*(str(loc) for loc in locations), _REPO / folder]
+    for location in candidates:
         if Path(location).is_dir():
             return Path(location)
     raise FileNotFoundError(f"ami-auditor is installed without its {folder}/ data ({package})")

@@ -189,7 +189,7 @@ def _compile_expr(text: Any, key: str, node: LineDict, pack: Pack, item: FactSpe
         msg = " ".join(str(exc).split())
         raise InputError(f"{key}: invalid JMESPath expression: {msg}", pack.source, line) from None
     try:
-        result, reads = analyze(compiled.parsed, item=item)
+        result, reads = analyze(compiled.parsed, item=item)  # type: ignore[arg-type]  # jmespath's AST dict
     except PathError as exc:
         raise InputError(f"{key}: {exc}", pack.source, line) from None
     return compiled, result, reads
@@ -206,13 +206,13 @@ def _area_keys(reads: Reads, areas: set[str]) -> tuple[tuple[str, str | None], .
         keys.setdefault(area, set()).add(parts[2].removesuffix("[]") if len(parts) > 2 else None)
     if reads.whole_facts or "*" in reads.roots:
         keys = {a: {None} for a in areas}
-    out = []
+    out: list[tuple[str, str | None]] = []
     for area in sorted(keys):
         wanted = keys[area]
         if None in wanted or not wanted:
             out.append((area, None))
         else:
-            out.extend((area, k) for k in sorted(wanted))
+            out.extend((area, k) for k in sorted(k for k in wanted if k is not None))
     return tuple(out)
 
 

@@ -15,6 +15,7 @@ and instances it invoked that discovery did not return are left out of the resul
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import random
 import re
@@ -85,7 +86,7 @@ def aws_clients(region: str | None, profile: str | None, *names: str) -> list[An
     config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=10, read_timeout=30)
     try:
         session = boto3.Session(profile_name=profile, region_name=region)
-        return [session.client(name, config=config) for name in names]
+        return [session.client(name, config=config) for name in names]  # type: ignore[call-overload]
     except ProfileNotFound as exc:
         raise AuthFailed(f"AWS profile not found: {exc}") from None
     except NoRegionError:
@@ -265,7 +266,7 @@ class SSMBatch:
         else:
             for batch in chunks(online):
                 try:
-                    command_id = self.throttled(lambda b=batch: self.send(b))
+                    command_id = self.throttled(functools.partial(self.send, batch))
                 except Exception as exc:  # noqa: BLE001 - the batch's hosts get the error, the rest go on
                     out.update(dict.fromkeys(batch, error_for_aws(exc, "SendCommand")))
                     continue
@@ -400,7 +401,7 @@ class SSMBatch:
                           f"{command.get('TargetCount', '?')} instances SSM resolved for {shown} (command "
                           f"{command.get('Status')}/{command.get('StatusDetails')}); tags changed since "
                           "discovery, or the agent is not registered under this id")
-        found = dict.fromkeys(ids, why)
+        found: dict[str, Outcome] = dict.fromkeys(ids, why)
         ids.clear()
         return found
 
