@@ -87,25 +87,26 @@ def collect_hosts(
     results: list[HostResult | None] = [None] * len(specs)
     done = 0
     ssm = [i for i, spec in enumerate(specs) if spec.target.startswith("ssm://")]
-    if ssm:
-        for index, result in zip(ssm, collect_ssm([specs[i] for i in ssm], binaries, deadline_s, notes,
-                                                       exec_versions)):
-            results[index] = result
-            done += 1
-            if progress:
-                progress(result, done, len(specs))
-    rest = [i for i in range(len(specs)) if results[i] is None]
+    ssm_set = set(ssm)
+    rest = [i for i in range(len(specs)) if i not in ssm_set]
 
-    def one(index: int) -> tuple[int, HostResult]:
-        return index, collect_host(specs[index], binaries, deadline_s, exec_versions)
+    def one(index: int) -> list[tuple[int, HostResult]]:
+        return [(index, collect_host(specs[index], binaries, deadline_s, exec_versions))]
 
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(rest) or 1))) as pool:
-        for future in as_completed([pool.submit(one, i) for i in rest]):
-            index, result = future.result()
-            results[index] = result
-            done += 1
-            if progress:
-                progress(result, done, len(specs))
+    def ssm_batch() -> list[tuple[int, HostResult]]:
+        return list(zip(ssm, collect_ssm([specs[i] for i in ssm], binaries, deadline_s, notes, exec_versions)))
+
+    # The SSM batch (its own polling threads) runs beside the other hosts, not before them: an SSM fault
+    # (throttling, an agent that never answers) must not hold every SSH host until its deadline passes.
+    with ThreadPoolExecutor(max_workers=1) as ssm_pool, \
+            ThreadPoolExecutor(max_workers=max(1, min(parallel, len(rest) or 1))) as pool:
+        futures = [pool.submit(one, i) for i in rest] + ([ssm_pool.submit(ssm_batch)] if ssm else [])
+        for future in as_completed(futures):
+            for index, result in future.result():
+                results[index] = result
+                done += 1
+                if progress:
+                    progress(result, done, len(specs))
     return [r for r in results if r is not None]
 
 

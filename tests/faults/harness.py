@@ -4,10 +4,14 @@ against its schema, history saved, nothing half-written, exit code as README doc
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
 import re
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +53,10 @@ class Scan:
     def host(self, name: str) -> dict[str, Any]:
         return next(h for h in self.report["hosts"] if h["name"] == name)
 
+    def finish_order(self) -> list[str]:
+        """Host names in the order the CLI reported them done (its progress lines)."""
+        return re.findall(r"^\[\d+/\d+\] (\S+): ", self.stderr, re.M)
+
 
 def fleet_entry(fleet: Fleet, name: str, **ssh: Any) -> dict[str, Any]:
     """The fleet inventory's entry for `name`, with SSH options overridden."""
@@ -74,15 +82,32 @@ def scan_argv(inventory: Path, tmp: Path, deadline: float, *extra: str) -> list[
 
 
 def start_scan(inventory: Path, tmp: Path, deadline: float, *extra: str) -> tuple[subprocess.Popen[str], float]:
-    """Start the real CLI (its own process, as a user runs it); returns it and its start time."""
+    """Start the real CLI (its own process, as a user runs it); returns it and its start time.
+
+    Its stderr is a terminal (a pty), so it prints a progress line per host as each one finishes."""
+    master, slave = pty.openpty()
     proc = subprocess.Popen(scan_argv(inventory, tmp, deadline, *extra), cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):  # EIO once the CLI has exited
+            while data := os.read(master, 65536):
+                chunks.append(data)
+        os.close(master)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc.stderr_chunks, proc.stderr_reader = chunks, reader  # type: ignore[attr-defined]
     return proc, time.monotonic()
 
 
 def finish_scan(proc: subprocess.Popen[str], started: float, tmp: Path, timeout: float = 600) -> Scan:
-    stdout, stderr = proc.communicate(timeout=timeout)
+    stdout, _ = proc.communicate(timeout=timeout)
     elapsed = time.monotonic() - started
+    proc.stderr_reader.join(10)  # type: ignore[attr-defined]
+    stderr = b"".join(proc.stderr_chunks).decode("utf-8", "replace").replace("\r\n", "\n")  # type: ignore[attr-defined]
     print(f"scan exit {proc.returncode} in {elapsed:.1f} s\n{stdout}\n{stderr}")  # shown when a case fails
     report_path = tmp / "out" / "report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
