@@ -5,7 +5,7 @@ from __future__ import annotations
 OK = 0
 FINDINGS = 1  # findings at or above --fail-on
 BAD_INPUT = 2  # bad usage or bad input file; nothing written
-INCOMPLETE = 3  # some hosts not reached (unreachable, auth, host key, timeout, error)
+INCOMPLETE = 3  # some hosts not reached (unreachable, auth, host key, timeout, error) or only partly collected
 INTERNAL = 4  # an unexpected exception (a bug): one line on stderr, the traceback with --debug
 
 

@@ -66,6 +66,16 @@ class HostResult:
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def complete(self) -> bool:
+        """Reached, and the probe ran to its end with every area collected (an area the host does not
+        have, like systemd on a container without it, is an answer; a cut-off, timed-out, failed or
+        tampered-with section is not)."""
+        if self.status != "ok" or self.snapshot is None:
+            return False
+        probe = self.snapshot.get("probe") or {}
+        return bool(probe.get("complete", True)) and not probe.get("failed_areas")
+
 
 @dataclass(frozen=True)
 class Finding:

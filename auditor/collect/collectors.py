@@ -61,29 +61,50 @@ COLLECTORS: dict[str, Collector] = {
 }
 
 
-def run_collector(collector: Collector, sections: dict[str, Section]) -> tuple[Any, str | None]:
-    """Parse one area. Returns (facts or None, error text or None); never raises."""
+@dataclass(frozen=True)
+class Collected:
+    """One area's outcome: its facts, or why not. `failed`: the collection itself went wrong (section cut
+    off, timed out, failed, tampered with, unparsable) — unlike a facility the host does not have or a
+    runtime fact an image cannot have, which are answers, not failures."""
+
+    value: Any = None
+    error: str | None = None
+    failed: bool = False
+
+
+RC_TIMED_OUT = 124  # coreutils `timeout`
+
+
+def _section_failure(name: str, rc: int) -> str:
+    if rc == RC_TIMED_OUT:
+        return f"probe section {name!r} timed out on the host"
+    return f"probe section {name!r} failed with status {rc}"
+
+
+def run_collector(collector: Collector, sections: dict[str, Section]) -> Collected:
+    """Parse one area; never raises."""
     for name in collector.required:
         section = sections.get(name)
         if section is None:
-            return None, f"probe section {name!r} missing from output"
+            return Collected(error=f"probe section {name!r} missing from output", failed=True)
         if section.problem:
-            return None, section.problem
+            return Collected(error=section.problem, failed=True)
         if section.rc is None:
-            return None, f"probe section {name!r} was cut off (output truncated or probe killed)"
+            return Collected(error=f"probe section {name!r} was cut off (output truncated or probe killed)",
+                             failed=True)
         if section.rc == RC_NOT_AVAILABLE:
-            return None, collector.unavailable
+            return Collected(error=collector.unavailable)
         if section.rc == RC_OFFLINE:
-            return None, "not applicable to an unbooted image (runtime fact)"
+            return Collected(error="not applicable to an unbooted image (runtime fact)")
         if section.rc != 0:
-            return None, f"probe section {name!r} failed with status {section.rc}"
+            return Collected(error=_section_failure(name, section.rc), failed=True)
     for name in collector.optional:
         section = sections.get(name)
         if section is not None and section.problem:
-            return None, section.problem
+            return Collected(error=section.problem, failed=True)
     try:
-        return collector.parse(*_texts(sections, collector.required + collector.optional)), None
+        return Collected(collector.parse(*_texts(sections, collector.required + collector.optional)))
     except TamperedOutput as exc:
-        return None, f"output tampered with (not trusted): {exc}"
+        return Collected(error=f"output tampered with (not trusted): {exc}", failed=True)
     except Exception as exc:  # a parser bug must become an explicit unknown, never a crash
-        return None, f"parser error: {type(exc).__name__}: {exc}"
+        return Collected(error=f"parser error: {type(exc).__name__}: {exc}", failed=True)

@@ -44,11 +44,14 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
     if confined := confinement_error(sections):  # image:// only: links out of the root, refused reads
         errors["image"] = confined
     facts: dict[str, Any] = {}
+    failed: list[str] = []
     for area, collector in COLLECTORS.items():
-        value, error = run_collector(collector, sections)
-        facts[area] = value
-        if error:
-            errors[area] = error
+        got = run_collector(collector, sections)
+        facts[area] = got.value
+        if got.error:
+            errors[area] = got.error
+        if got.failed:
+            failed.append(area)
     host = parse_host(sections)
     labels = {k: str(host[k]) for k in HOST_LABEL_FACTS if host.get(k)}
     labels.update(spec.labels)
@@ -65,6 +68,7 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
             "complete": done,
             "truncated": result.truncated,
             "stdout_bytes": len(result.stdout),
+            "failed_areas": failed,  # collection went wrong there (not: the host lacks the facility)
         },
         "host": host,
         "facts": facts,

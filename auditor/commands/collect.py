@@ -45,4 +45,4 @@ def run(args: argparse.Namespace, env: Env) -> int:
         env.out(one_line(result))
     reached = sum(r.status == "ok" for r in results)
     env.out(f"{reached}/{len(results)} hosts collected; snapshots in {out}/")
-    return exitcodes.combine(False, reached < len(results))
+    return exitcodes.combine(False, not all(r.complete for r in results))

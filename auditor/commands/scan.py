@@ -70,7 +70,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
     snapshots = [r.snapshot for r in results if r.snapshot is not None]
     for name in ("judge", "history", "compare"):
         _stage(name).apply(prepared[name], report, snapshots)
-    incomplete = any(r.status != "ok" for r in results)
+    incomplete = not all(r.complete for r in results)
     report.exit_code = exitcodes.combine(failing(report), incomplete)
     for result in results:
         env.out(one_line(result))

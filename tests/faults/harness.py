@@ -122,14 +122,14 @@ def run_scan(inventory: Path, tmp: Path, deadline: float, *extra: str) -> Scan:
 
 def expected_exit(report: dict[str, Any]) -> int:
     """README's table: 1 for findings (or drift) at or above --fail-on, else 3 when a host was not
-    collected, else 0 (1 beats 3)."""
+    reached or only partly collected, else 0 (1 beats 3)."""
     bar = report.get("fail_on")
     failing = bar is not None and (
         any(not f["waived"] and severity_rank(f["severity"]) >= severity_rank(bar) for f in report["findings"])
         or any(severity_rank(d["severity"]) >= severity_rank(bar) for d in report["drift"]))
     if failing:
         return 1
-    return 3 if any(h["status"] != "ok" for h in report["hosts"]) else 0
+    return 3 if any(h["status"] != "ok" or not h.get("complete", True) for h in report["hosts"]) else 0
 
 
 @dataclass(frozen=True)

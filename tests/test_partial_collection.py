@@ -1,0 +1,74 @@
+"""A host only partly collected is an incomplete scan (exit 3), never a clean one: a section cut off,
+timed out, failed or tampered with lands in `probe.failed_areas`; a facility the host does not have
+(no systemd) is an answer, not a failure."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from auditor import exitcodes
+from auditor.collect.snapshot import build_snapshot
+from auditor.models import CommandResult, HostResult, HostSpec, Report
+from auditor.reportdoc import report_to_dict, validate_report
+from tests.framing_fixtures import FIXTURE_NONCE
+
+RAW = (Path(__file__).parent / "data" / "probe" / "al2023" / "raw.txt").read_text(encoding="utf-8")
+SPEC = HostSpec("h", "ssh://recorded")
+
+
+def end_of(section: str) -> re.Pattern[str]:
+    return re.compile(rf"^@@AMI-AUDITOR-END {FIXTURE_NONCE} {section} rc=\d+@@$", re.M)
+
+
+def result_for(raw: str, truncated: bool = False) -> HostResult:
+    snap = build_snapshot(SPEC, CommandResult(raw, "", 0, 1.0, truncated=truncated), FIXTURE_NONCE)
+    return HostResult(SPEC, "ok", None, snap)
+
+
+def test_the_recorded_run_is_complete() -> None:
+    result = result_for(RAW)
+    assert result.complete and result.snapshot["probe"]["failed_areas"] == []
+
+
+@pytest.mark.parametrize(("rc", "failed", "words"), [
+    (124, True, "timed out"),
+    (1, True, "failed with status 1"),
+    (3, False, "not running"),  # the host has no systemd: an answer
+])
+def test_a_section_status_decides_whether_the_area_failed(rc: int, failed: bool, words: str) -> None:
+    raw = end_of("unit_files").sub(f"@@AMI-AUDITOR-END {FIXTURE_NONCE} unit_files rc={rc}@@", RAW)
+    result = result_for(raw)
+    assert ("systemd" in result.snapshot["probe"]["failed_areas"]) is failed
+    assert words in result.snapshot["errors"]["systemd"]
+    assert result.complete is not failed
+
+
+def test_output_cut_mid_section_is_incomplete() -> None:
+    cut = RAW[: end_of("packages").search(RAW).start() - 40]
+    result = result_for(cut, truncated=True)
+    assert not result.complete
+    assert "packages" in result.snapshot["probe"]["failed_areas"]
+    assert "probe" in result.snapshot["errors"]
+
+
+def test_a_repeated_section_is_tampering_and_incomplete() -> None:
+    os_block = re.search(rf"@@AMI-AUDITOR-SECTION {FIXTURE_NONCE} os@@\n.*?\n@@AMI-AUDITOR-END {FIXTURE_NONCE} os "
+                         r"rc=0@@\n", RAW, re.S).group(0)
+    result = result_for(RAW.replace(os_block, os_block * 2, 1))
+    assert "os" in result.snapshot["probe"]["failed_areas"] and not result.complete
+
+
+def test_scan_exit_code_and_report_say_partial() -> None:
+    from auditor.commands.scan import failing
+
+    partial = result_for(end_of("cgroups").sub(f"@@AMI-AUDITOR-END {FIXTURE_NONCE} cgroups rc=124@@", RAW))
+    report = Report(hosts=[result_for(RAW), partial], generated_at="2026-11-30T00:00:00Z", fail_on="high")
+    code = exitcodes.combine(failing(report), not all(r.complete for r in report.hosts))
+    assert code == exitcodes.INCOMPLETE
+    report.exit_code = code
+    doc = report_to_dict(report)
+    validate_report(doc)
+    assert [(h["complete"], h["failed_areas"]) for h in doc["hosts"]] == [(True, []), (False, ["cgroups"])]
