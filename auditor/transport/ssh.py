@@ -312,7 +312,7 @@ class SSHTransport:
                 hop.hostname,
                 port=hop.port,
                 username=hop.user,
-                key_filename=list(hop.key_files) or None,
+                key_filename=list(hop.key_files) or None,  # type: ignore[arg-type]  # paramiko takes a list too
                 allow_agent=True,
                 look_for_keys=not hop.key_files,
                 sock=sock,
@@ -465,7 +465,9 @@ def _signal(chan: paramiko.Channel, name: str) -> None:
         msg.add_string("signal")
         msg.add_boolean(False)
         msg.add_string(name)
-        chan.transport._send_user_message(msg)  # noqa: SLF001 - paramiko has no public API for this
+        transport = chan.get_transport()
+        assert transport is not None  # an open channel has its transport
+        transport._send_user_message(msg)  # type: ignore[attr-defined]  # noqa: SLF001 - no public API
 
 
 def _map_connect_error(

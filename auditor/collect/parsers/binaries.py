@@ -38,7 +38,9 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
     if fields.get("found") != "1":
         return {"name": name, "requested": header, "found": False}
     stat = (fields.get("stat") or "").split()
-    package = version_pkg = manager = None
+    package: str | None = None
+    version_pkg: str | None = None
+    manager: str | None = None
     if fields.get("dpkg_owner"):
         package, manager = fields["dpkg_owner"], "dpkg"
         version_pkg = fields.get("dpkg_version") or None
@@ -46,7 +48,7 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
         cols = fields["rpm_owner"].split("\t")
         package, manager = cols[0], "rpm"
         version_pkg = cols[1] if len(cols) > 1 else None
-    url = _source(evidence)
+    source_url = _source(evidence)
     version = fields.get("version") or None
     # recordings from before version_source existed ran `--version`
     source = fields.get("version_source") or ("exec" if version else "none")
@@ -67,8 +69,8 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
         "version": version,
         "version_source": source if source in _SOURCES else "none",
         "version_refused": fields.get("version_refused") or None,
-        "source_url": url,
-        "source_host": urlsplit(url).hostname if url else None,
+        "source_url": source_url,
+        "source_host": urlsplit(source_url).hostname if source_url else None,
         "evidence": evidence,
     }
 

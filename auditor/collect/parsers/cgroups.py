@@ -50,11 +50,13 @@ def parse_cgroups(text: str) -> dict[str, Any]:
     v2 = _v2_stats(parts.get("v2_stat", ""))
     memory: dict[str, Any] = {"num_cgroups": None, "live": None, "dying": None, "source": None}
     mem_row = proc.get("memory")
-    if mode in ("v1", "hybrid") and mem_row and mem_row["hierarchy"] and live.get("memory") is not None:
+    total, live_memcgs = (mem_row["num_cgroups"], live.get("memory")) if mem_row else (None, None)
+    if mode in ("v1", "hybrid") and mem_row and mem_row["hierarchy"] and total is not None \
+            and live_memcgs is not None:
         memory = {
-            "num_cgroups": mem_row["num_cgroups"],
-            "live": live["memory"],
-            "dying": max(mem_row["num_cgroups"] - live["memory"], 0),
+            "num_cgroups": total,
+            "live": live_memcgs,
+            "dying": max(total - live_memcgs, 0),
             "source": "proc_cgroups",
         }
     elif mode == "v2" and v2:

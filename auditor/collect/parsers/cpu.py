@@ -44,7 +44,7 @@ def parse_cpu(text: str) -> dict[str, Any]:
             continue
         cores.append({"cpu": int(name[3:]), **_pct(first[name], second[name])})
     average = _pct(first["cpu"], second["cpu"]) if "cpu" in first and "cpu" in second else None
-    threads = []
+    threads: list[dict[str, Any]] = []
     for line in parts.get("threads", "").splitlines():
         cols = line.split(None, 5)
         numbers = [n for n in (to_int(c) for c in cols[:5]) if n is not None]

@@ -33,9 +33,9 @@ def _interface(header: str, lines: list[str]) -> dict[str, Any]:
         elif line.startswith("stat "):
             cols = line.split()
             if len(cols) == 3:
-                value = to_int(cols[2])
-                if value is not None:
-                    stats[cols[1]] = value
+                count = to_int(cols[2])
+                if count is not None:
+                    stats[cols[1]] = count
     driver = info.get("driver") or (attrs.get("driver") if attrs.get("driver") != "none" else None)
     return {
         "name": parts[0],
