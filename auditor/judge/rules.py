@@ -185,13 +185,17 @@ def _compile_expr(text: Any, key: str, node: LineDict, pack: Pack, item: FactSpe
                          line) from None
     try:
         compiled = jmespath.compile(expanded)
-    except JMESPathError as exc:
+    except RecursionError:
+        raise InputError(f"{key}: JMESPath expression nested too deeply", pack.source, line) from None
+    except (JMESPathError, ValueError) as exc:  # ValueError: a number past Python's int digit limit
         msg = " ".join(str(exc).split())
         raise InputError(f"{key}: invalid JMESPath expression: {msg}", pack.source, line) from None
     try:
         result, reads = analyze(compiled.parsed, item=item)  # type: ignore[arg-type]  # jmespath's AST dict
     except PathError as exc:
         raise InputError(f"{key}: {exc}", pack.source, line) from None
+    except RecursionError:
+        raise InputError(f"{key}: JMESPath expression nested too deeply", pack.source, line) from None
     return compiled, result, reads
 
 

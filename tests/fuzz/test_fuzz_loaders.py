@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -194,3 +195,45 @@ def test_snapshots(seed: Path, command: str, data: st.DataObject) -> None:
                 "rules": ["rules", "check", str(REPO / "rules"), "--snapshot", str(path)]}[command]
         code, _, err = cli(argv)
         assert_clean_exit(code, err, path)
+
+
+# ---- the crashes this fuzzer found, kept as fixed examples (each exited 4 before its fix) ----------------
+
+def _pack(when: str) -> str:
+    return ("pack: fz\nrules:\n  - id: fz.r\n    name: r\n    title: t\n    severity: low\n"
+            f"    when: '{when}'\n")
+
+
+def _report_with_list_severity() -> str:
+    doc = json.loads(seed_text(REPORTS[0]))
+    doc["rules"][0]["severity"] = ["high"]
+    return json.dumps(doc)
+
+
+FOUND: list[tuple[str, str, Callable[[Path], list[str]], int]] = [
+    ("baseline.yaml", "baseline: !!timestamp x\n", lambda p: ["diff", str(p), str(GOLDEN)], 2),
+    ("baseline.yaml", "baseline: !!int x\n", lambda p: ["diff", str(p), str(GOLDEN)], 2),
+    ("rules-config.yaml", "kernel:\n  thp_allowed: [2026-01-01]\n",
+     lambda p: ["rules", "list", "--rules-config", str(p)], 0),
+    ("pack.yaml", _pack("facts.cgroups.memory.dying > " + "9" * 5000),
+     lambda p: ["rules", "check", str(p), "--no-builtin-rules"], 2),
+    ("pack.yaml", _pack("(" * 3000 + "facts.cgroups.memory.dying" + ")" * 3000),
+     lambda p: ["rules", "check", str(p), "--no-builtin-rules"], 2),
+    ("scan.json", _report_with_list_severity(), lambda p: ["report", str(p), "--format", "html"], 2),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "argv", "expected"), FOUND, ids=range(len(FOUND)))
+def test_loader_crashes_found_by_fuzzing_stay_fixed(name: str, text: str, argv: Callable[[Path], list[str]],
+                                                    expected: int) -> None:
+    with Scratch() as tmp:
+        path = write(tmp, name, text)
+        code, _, err = cli(argv(path))
+        assert code == expected, err
+        assert_clean_exit(code, err, path)
+
+
+@pytest.mark.parametrize("value", ["!!timestamp x", "!!int x", "!!float x", "!!bool x"])
+def test_set_tag_crashes_found_by_fuzzing_stay_fixed(value: str) -> None:
+    code, _, err = cli(["rules", "list", "--set", f"cgroups.dying_warn={value}"])
+    assert code == 2 and "Traceback" not in err, err
