@@ -127,3 +127,11 @@ def test_the_script_check_catches_unescaped_data(monkeypatch: pytest.MonkeyPatch
     unescaped = html_renderer.environment().overlay(autoescape=False)
     monkeypatch.setattr(html_renderer, "environment", lambda: unescaped)
     assert script_tags(html_renderer.render(doc)) != template_script_tags()
+
+
+@pytest.mark.parametrize("duration", [math.nan, math.inf, -math.inf, 10**400], ids=["nan", "inf", "-inf", "10**400"])
+def test_render_number_crashes_found_by_fuzzing_stay_fixed(duration: float) -> None:
+    """Before: JSON output carried NaN/Infinity, JUnit said time="nan" (or raised OverflowError)."""
+    doc = json.loads(json.dumps(seed(REPORTS[0])))
+    doc["hosts"][0]["duration_s"] = duration
+    assert_renders(doc)
