@@ -217,6 +217,7 @@ def test_hostile_output(fleet: Fleet, clean: dict[str, HostView], faulty_host: s
 def _collect_one(fleet: Fleet, tmp: Path) -> dict:
     """The faulty host's snapshot from `collect` (a report carries no snapshots)."""
     inventory = write_inventory(fleet, tmp / "one.yaml", [fleet_entry(fleet, FAULTY)], healthy=())
-    subprocess.run([sys.executable, "-m", "auditor.cli", "collect", "-i", str(inventory), "-o", str(tmp / "snaps")],
-                   cwd=REPO, capture_output=True, check=True)
+    proc = subprocess.run([sys.executable, "-m", "auditor.cli", "collect", "-i", str(inventory), "-o",
+                           str(tmp / "snaps")], cwd=REPO, capture_output=True, check=False)
+    assert proc.returncode == 3, proc.stderr[-2000:]  # collected, but only partly: incomplete
     return json.loads((tmp / "snaps" / f"{FAULTY}.json").read_text())

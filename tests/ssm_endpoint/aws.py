@@ -7,6 +7,7 @@ Everything is real HTTP: boto3 → botocore → sockets. Credentials are dummies
 from __future__ import annotations
 
 import os
+import urllib.request
 from typing import Any
 
 import boto3
@@ -33,6 +34,7 @@ class AwsStandIns:
         self.moto.start()
         host, port = self.moto.get_host_and_port()
         self.moto_url = f"http://{host}:{port}"
+        self.reset_moto()  # moto's backends are process-wide: start from nothing, whatever ran before
         self._saved = {k: os.environ.get(k) for k in ENV_KEYS}
         os.environ.update({
             "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION,
@@ -49,8 +51,15 @@ class AwsStandIns:
         self.ssm = boto3.client("ssm", region_name=REGION)
         return self
 
+    def reset_moto(self) -> None:
+        """Empty every moto backend (its documented reset endpoint)."""
+        with urllib.request.urlopen(urllib.request.Request(f"{self.moto_url}/moto-api/reset", method="POST"),
+                                    timeout=30) as response:
+            response.read()
+
     def __exit__(self, *exc: object) -> None:
         self.endpoint.stop()
+        self.reset_moto()
         self.moto.stop()
         for key, value in self._saved.items():
             if value is None:
