@@ -8,12 +8,11 @@ never as exit 1, so a CI gate can tell a crash from a failed audit.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import traceback
 from typing import Protocol
 
-from . import __version__, exitcodes
+from . import __version__, exitcodes, textsafe
 from .commands import baseline, collect, diff, history, report, rules, scan, ssm
 from .context import Env
 from .errors import AuditorError, InputError
@@ -29,7 +28,6 @@ class CommandModule(Protocol):
 # Imported explicitly (a missing module is an ImportError at start-up, never a silently absent command).
 COMMANDS: tuple[CommandModule, ...] = (collect, scan, baseline, diff, report, rules, ssm, history)
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _MAX_INTERNAL_MESSAGE = 300
 
 
@@ -62,8 +60,7 @@ def _wants_debug(argv: list[str]) -> bool:
 
 def clean(text: str) -> str:
     """A message safe for the terminal: URL passwords redacted, control characters escaped."""
-    text = redact_urls(text)
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return textsafe.block(redact_urls(text))
 
 
 def internal_error_line(exc: BaseException) -> str:

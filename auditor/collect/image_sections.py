@@ -19,11 +19,10 @@ from typing import Any
 from ..errors import ProbeTimeout
 from ..transport.image_fs import ImageFS, quote
 from . import framing
+from .collectors import RC_NOT_AVAILABLE, RC_OFFLINE
 from .image_packages import Packages
 from .image_units import list_unit_files
 
-RC_NOT_AVAILABLE = 3
-RC_OFFLINE = 5
 RUNTIME = ("cloudinit", "imds", "sysctl", "cgroups", "network", "kernel_log", "cpu")
 SMALL_CAP = 1 << 20  # identity files, os-release, eks release, ecs config
 LOG_CAP = 32 << 20  # logs and user data searched for download URLs
