@@ -31,6 +31,7 @@ def _host(result: HostResult) -> dict[str, Any]:
         "error": result.error,
         "duration_s": round(result.duration_s, 3),
         "collector_errors": dict(snap.get("errors") or {}),
+        "not_applicable": sorted(snap.get("not_applicable") or ()),
         "complete": result.complete,
         "failed_areas": list((snap.get("probe") or {}).get("failed_areas") or []),
         "facts_summary": _facts_summary(snap) if snap else None,

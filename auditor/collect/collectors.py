@@ -22,6 +22,7 @@ from .sections import Section, TamperedOutput
 # collect/image_sections.py; the probe audits only the live host it runs on).
 RC_NOT_AVAILABLE = 3
 RC_OFFLINE = 5
+NOT_APPLICABLE_IMAGE = "not applicable to an unbooted image (runtime fact)"
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class Collected:
     value: Any = None
     error: str | None = None
     failed: bool = False
+    not_applicable: bool = False  # `error` says why the area does not apply (a runtime fact of an image)
 
 
 RC_TIMED_OUT = 124  # coreutils `timeout`
@@ -95,7 +97,7 @@ def run_collector(collector: Collector, sections: dict[str, Section]) -> Collect
         if section.rc == RC_NOT_AVAILABLE:
             return Collected(error=collector.unavailable)
         if section.rc == RC_OFFLINE:
-            return Collected(error="not applicable to an unbooted image (runtime fact)")
+            return Collected(error=NOT_APPLICABLE_IMAGE, not_applicable=True)
         if section.rc != 0:
             return Collected(error=_section_failure(name, section.rc), failed=True)
     for name in collector.optional:

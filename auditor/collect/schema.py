@@ -142,5 +142,10 @@ def snapshot_json_schema() -> dict[str, Any]:
             "host": _json_type(tree.children["host"]),
             "facts": _json_type(tree.children["facts"]),
             "errors": {"type": "object", "additionalProperties": {"type": "string"}},
+            "not_applicable": {
+                "type": "object", "additionalProperties": {"type": "string"},
+                "description": "Fact areas that do not apply to this target (e.g. runtime facts of an "
+                               "unbooted image), with why: not errors, not differences, not judged",
+            },
         },
     }

@@ -30,7 +30,8 @@ def now_iso() -> str:
 
 def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
                    collected_at: str | None = None) -> dict[str, Any]:
-    """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None`.
+    """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None`; an area that does
+    not apply to the target (runtime facts of an image) is `not_applicable[area]` (why) and `facts[area] = None`.
 
     `nonce` is the one this run handed the probe (collect/framing.py): only its markers count."""
     sections, done = split_sections(result.stdout, nonce)
@@ -45,10 +46,13 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
         errors["image"] = confined
     facts: dict[str, Any] = {}
     failed: list[str] = []
+    not_applicable: dict[str, str] = {}
     for area, collector in COLLECTORS.items():
         got = run_collector(collector, sections)
         facts[area] = got.value
-        if got.error:
+        if got.not_applicable:  # an answer, not an error: rules skip it, diff and drift leave it out
+            not_applicable[area] = got.error or "not applicable"
+        elif got.error:
             errors[area] = got.error
         if got.failed:
             failed.append(area)
@@ -73,4 +77,5 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
         "host": host,
         "facts": facts,
         "errors": errors,
+        "not_applicable": not_applicable,
     }

@@ -106,4 +106,6 @@ def one_line(result: HostResult) -> str:
     bits.append(f"dying memcgs {dying if dying is not None else '?'}")
     if snap.get("errors"):
         bits.append("errors: " + ",".join(sorted(snap["errors"])))
+    if snap.get("not_applicable"):
+        bits.append("n/a: " + ",".join(sorted(snap["not_applicable"])))
     return textsafe.one_line(f"{result.name:<20} {'ok':<18} {result.duration_s:5.1f}s  " + "; ".join(bits))

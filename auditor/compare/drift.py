@@ -104,7 +104,8 @@ def drift_view(baseline: Baseline, view: NormalView) -> list[Difference]:
 
     Only facts the baseline lists are checked (a deleted line is not checked); in `complete`
     collections, host rows the baseline does not list are `added`. An area whose collector failed on
-    the host is one `unknown` item, never a pass.
+    the host is one `unknown` item, never a pass; an area not applicable to it (an image's runtime
+    facts) is not checked.
     """
     out = [Difference(f"facts.{area}", "unknown", f"{sum(_area(p) == area for p in baseline.expect)} baseline facts",
                       None, "medium") for area in sorted(baseline.areas & view.unknown)]
@@ -112,7 +113,7 @@ def drift_view(baseline: Baseline, view: NormalView) -> list[Difference]:
     actual: dict[str, Any] = {}
     listed: dict[str, set[str]] = {}
     for path, exp in baseline.expect.items():
-        if _area(path) in view.unknown or baseline.ignored(path):
+        if _area(path) in view.unknown or _area(path) in view.not_applicable or baseline.ignored(path):
             continue
         collection, key, _ = split_path(path)
         if collection is not None and key is not None:
@@ -126,7 +127,7 @@ def drift_view(baseline: Baseline, view: NormalView) -> list[Difference]:
         for path, value in chosen.items():
             collection, key, _ = split_path(path)
             if collection in baseline.complete and key not in listed.get(collection, ()) \
-                    and _area(path) not in view.unknown and not baseline.ignored(path):
+                    and _area(path) not in view.unknown | view.not_applicable and not baseline.ignored(path):
                 actual[path] = value
     out.extend(_as_expected(baseline, diff_flat(expected, actual)))
     return _sorted(out)
@@ -152,12 +153,14 @@ def _area(path: str) -> str:
 
 
 def diff_views(a: NormalView, b: NormalView) -> list[Difference]:
-    """Everything that differs from view `a` to view `b`; an area unknown on either side is one item."""
-    unknown = a.unknown | b.unknown
+    """Everything that differs from view `a` to view `b`; an area unknown on either side is one item, an
+    area not applicable to either side (an image's runtime facts) is left out: it is not a difference."""
+    skip = a.not_applicable | b.not_applicable
+    unknown = (a.unknown | b.unknown) - skip
     out = [Difference(f"facts.{area}", "unknown", "unknown" if area in a.unknown else "known",
                       "unknown" if area in b.unknown else "known", "medium") for area in sorted(unknown)]
-    keep_a = {p: v for p, v in a.flat.items() if _area(p) not in unknown}
-    keep_b = {p: v for p, v in b.flat.items() if _area(p) not in unknown}
+    keep_a = {p: v for p, v in a.flat.items() if _area(p) not in unknown | skip}
+    keep_b = {p: v for p, v in b.flat.items() if _area(p) not in unknown | skip}
     return _sorted(out + diff_flat(keep_a, keep_b))
 
 

@@ -4,7 +4,9 @@
 `facts.kernel.sysctls[vm.swappiness]`, `facts.systemd.enabled_units[ssh.service]` (= true): keyed
 lists become rows keyed by their row key and lists of names become sets, so a reorder is never a
 change. Volatile facts (schema `volatile: true`) and the `host` identity section are left out; null
-facts are left out too. An area whose collector failed is recorded as unknown, never as empty.
+facts are left out too. An area whose collector failed is recorded as unknown, never as empty; an area
+that does not apply to the target (the snapshot's `not_applicable`: runtime facts of an image) is
+recorded as such, and is neither unknown nor a difference.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class NormalView:
     rest: dict[str, Any]
     parts: tuple[tuple[int, tuple[tuple[str, Any], ...]], ...]
     unknown: frozenset[str]
+    not_applicable: frozenset[str] = frozenset()
 
     @cached_property
     def flat(self) -> dict[str, Any]:
@@ -44,7 +47,8 @@ class NormalView:
 
     def identity(self) -> tuple[Any, ...]:
         """Hashable content key: hosts with equal keys have equal views (dedupe before any diff)."""
-        return self.unknown, tuple(sorted(t for t, _ in self.parts)), frozenset(self.rest.items())
+        return (self.unknown, self.not_applicable, tuple(sorted(t for t, _ in self.parts)),
+                frozenset(self.rest.items()))
 
 
 def area_of(path: str) -> str:
@@ -188,16 +192,18 @@ def _areas() -> dict[str, FactSpec]:
 def normalize(snapshot: dict[str, Any]) -> NormalView:
     """The stable, order-free view of a snapshot's facts (see module docstring)."""
     facts = snapshot.get("facts") or {}
+    not_applicable = set(snapshot.get("not_applicable") or ())
     rest: dict[str, Any] = {}
     parts: list[tuple[int, tuple[tuple[str, Any], ...]]] = []
     unknown: set[str] = set()
     for area, spec in _areas().items():
         raw = facts.get(area)
         if raw is None:
-            unknown.add(area)
+            if area not in not_applicable:
+                unknown.add(area)
             continue
         _walk(spec, raw, f"facts.{area}", rest, parts)
-    return NormalView(rest, tuple(parts), frozenset(unknown))
+    return NormalView(rest, tuple(parts), frozenset(unknown), frozenset(not_applicable & set(_areas())))
 
 
 _TOKEN = re.compile(r"\.([A-Za-z0-9_]+)|\[([^\]\[]+)\]")

@@ -4,7 +4,9 @@ Each rule runs once per distinct content of what it reads (the facts areas, and 
 it reads those): results are cached by a digest of that content and fanned out to every host that
 shares it, so a fleet of 10,000 hosts with 50 distinct configurations costs ~50 evaluations per rule.
 A facts area that was not collected (`facts[area]` is None) yields an explicit "could not be evaluated"
-finding (severity info, evidence.status = unknown), never a silent pass.
+finding (severity info, evidence.status = unknown), never a silent pass. A rule reading an area that
+does not apply to the target (the snapshot's `not_applicable`: an image's runtime facts) is not run and
+makes no finding: the report lists those areas per host.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import hashlib
 import json
 import marshal
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
+from ..collect.schema import fact_tree
 from ..models import Finding
 from .functions import OPTIONS
 from .rules import Rule, RuleSet
@@ -120,6 +124,11 @@ def _unknown(rule: Rule, snapshot: dict[str, Any], absent: set[str]) -> Finding 
                                                  "errors": {a: errors[a] for a in missing if a in errors}})
 
 
+@lru_cache(maxsize=1)
+def _all_areas() -> frozenset[str]:
+    return frozenset(fact_tree().children["facts"].children)
+
+
 class Judge:
     """Judges snapshots with a rule set, caching results by the content each rule reads."""
 
@@ -140,10 +149,13 @@ class Judge:
         """All findings (including not-evaluated ones) for one snapshot."""
         host = str(snapshot.get("name") or snapshot.get("target") or "?")
         digests = _Digests(snapshot)
-        absent = {a for a, v in digests.facts.items() if v is None}
+        not_applicable = set(snapshot.get("not_applicable") or ())
+        absent = {a for a, v in digests.facts.items() if v is None} - not_applicable
         absent |= {a for r in self.rules for a in r.areas if a not in digests.facts}
         out: list[Finding] = []
         for index, rule in enumerate(self.rules):
+            if not_applicable and rule.areas & not_applicable and not rule.areas >= _all_areas():
+                continue  # reads a fact that does not apply here (a rule over all facts still runs)
             unknown = _unknown(rule, snapshot, absent) if absent else None
             if unknown is not None:
                 out.append(replace(unknown, host=host))
