@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -70,7 +71,7 @@ class Sshd:
         return f"[127.0.0.1]:{self.port} {kind} {b64}\n"
 
 
-def _start_sshd(base: Path, name: str, authorized: Path, extra: str = "") -> Sshd:
+def _start_sshd(base: Path, name: str, authorized: Path, extra: str = "", max_startups: str = "50:30:100") -> Sshd:
     port = _free_port()
     host_key = _keygen(base / f"{name}_host_ed25519")
     cfg = base / f"{name}_sshd_config"
@@ -87,7 +88,7 @@ PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 AllowTcpForwarding yes
-MaxStartups 50:30:100
+MaxStartups {max_startups}
 LogLevel VERBOSE
 {extra}
 """
@@ -387,6 +388,50 @@ def test_proxy_jump_refused_by_bastion_is_unreachable(lab: Lab) -> None:
     )
     with pytest.raises(Unreachable, match="jump host"):
         _run(spec, "echo hi")
+
+
+def test_hosts_behind_one_bastion_respect_its_max_startups(lab: Lab, tmp_path: Path) -> None:
+    """16 hosts scanned at once through a bastion whose sshd keeps at most 3 unauthenticated connections
+    (`MaxStartups 3`: the 4th is dropped). With at most 2 handshakes and 4 connections per jump host
+    (jumplimits), every host gets through and no more than 4 run at once; without the bounds, 16
+    simultaneous handshakes lose hosts to MaxStartups."""
+    from auditor.transport import jumplimits
+
+    strict = _start_sshd(lab.base, "strict_bastion", lab.base / "authorized_keys",
+                         f"PermitOpen 127.0.0.1:{lab.target.port}", max_startups="3")
+    known = tmp_path / "known_hosts"
+    known.write_text(lab.target.kh_line + strict.kh_line)
+    running = tmp_path / "running"
+    running.mkdir(mode=0o777)
+    # each run notes itself in `running`, counts who else is there, lingers, leaves
+    script = f'd={running}; touch "$d/$$"; ls "$d" | wc -l; sleep 2; rm -f "$d/$$"\n'
+    spec = lab.spec(proxy_jump=f"root@127.0.0.1:{strict.port}", known_hosts=str(known))
+    barrier = threading.Barrier(16)
+    seen: list[int] = []
+    errors: list[str] = []
+
+    def one() -> None:
+        barrier.wait()
+        try:
+            with SSHTransport(spec) as t:
+                seen.append(int(t.run(script, []).stdout))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    jumplimits.reset(handshakes=2, connections=4)
+    try:
+        threads = [threading.Thread(target=one) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+    finally:
+        jumplimits.reset()
+        strict.proc.terminate()
+        strict.proc.wait(timeout=10)
+    assert errors == []
+    assert len(seen) == 16
+    assert max(seen) <= 4, seen
 
 
 def test_ssh_config_hostname_user_port_identity_and_jump(lab: Lab) -> None:

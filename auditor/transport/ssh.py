@@ -29,6 +29,7 @@ from paramiko.common import cMSG_CHANNEL_REQUEST
 
 from ..errors import AuthFailed, HostKeyRejected, InputError, ProbeTimeout, TransportError, Unreachable
 from ..models import CommandResult, HostSpec, SSHOptions
+from . import jumplimits
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
 
 STDERR_CAP = 64 * 1024
@@ -53,6 +54,11 @@ class Hop:
     def known_hosts_name(self) -> str:
         """The name this hop has in known_hosts: `host`, or `[host]:port` when the port is not 22."""
         return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+
+    @property
+    def endpoint(self) -> str:
+        """`hostname:port`: what the per-jump-host bounds (jumplimits.py) are keyed by."""
+        return f"{self.hostname}:{self.port}"
 
 
 def parse_ssh_target(target: str) -> tuple[str | None, str, int | None]:
@@ -222,6 +228,7 @@ class SSHTransport:
         self.known_hosts = known_hosts_path(self.opts, self.config, self.target.alias)
         self.use_sudo = self.opts.sudo if self.opts.sudo is not None else self.target.user != "root"
         self._clients: list[paramiko.SSHClient] = []
+        self._jump_slots: list[threading.BoundedSemaphore] = []  # connection slots held on jump hosts
 
     # -- connecting -------------------------------------------------------------------------------
 
@@ -233,14 +240,23 @@ class SSHTransport:
         live = self._clients[-1].get_transport() if self._clients else None
         if live is not None and live.is_active():
             return live
-        self.close()
+        self._disconnect()
         try:
             for i, hop in enumerate(self.hops):
                 timeout = self._timeout(deadline)
-                sock = self._open_tunnel(self.hops[i - 1], hop, timeout) if i else self._open_socket(hop, timeout)
-                self._clients.append(self._connect_hop(hop, sock, self._timeout(deadline)))
+                # a jump host's sshd drops connections past MaxStartups unauthenticated ones: bound them
+                gate = jumplimits.handshake_slot(hop.endpoint) if i < len(self.hops) - 1 else None
+                if gate is not None and not gate.acquire(timeout=timeout):
+                    raise Unreachable(f"{hop.user}@{hop.endpoint}: no free handshake slot on the jump host within "
+                                      f"{timeout:.1f}s ({jumplimits.MAX_HANDSHAKES} at once, below sshd's MaxStartups)")
+                try:
+                    sock = self._open_tunnel(self.hops[i - 1], hop, timeout) if i else self._open_socket(hop, timeout)
+                    self._clients.append(self._connect_hop(hop, sock, self._timeout(deadline)))
+                finally:
+                    if gate is not None:
+                        gate.release()
         except BaseException:
-            self.close()
+            self._disconnect()
             raise
         transport = self._clients[-1].get_transport()
         assert transport is not None
@@ -343,7 +359,9 @@ class SSHTransport:
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_output: int = DEFAULT_MAX_OUTPUT,
     ) -> CommandResult:
-        """Feed `script` to `[sudo -n] /bin/sh -s -- ARGS` in one exec; the deadline covers connecting too."""
+        """Feed `script` to `[sudo -n] /bin/sh -s -- ARGS` in one exec; the deadline covers connecting too
+        (not the wait for a free connection slot on a jump host, which comes first: jumplimits.py)."""
+        self._hold_jump_slots()
         started = time.monotonic()
         deadline = started + deadline_s
         transport = self.connect(deadline)
@@ -393,10 +411,25 @@ class SSHTransport:
         raise TransportError(f"{self.spec.name}: the probe was killed before it finished (no exit status, "
                              f"{received} bytes of output){tail}")
 
-    def close(self) -> None:
+    def _hold_jump_slots(self) -> None:
+        """Take a connection slot on every jump host on the way (once per transport; close() returns them)."""
+        if self._jump_slots:
+            return
+        for hop in self.hops[:-1]:
+            slot = jumplimits.connection_slot(hop.endpoint)
+            slot.acquire()
+            self._jump_slots.append(slot)
+
+    def _disconnect(self) -> None:
         """Close the target connection, then the jump hosts'."""
         while self._clients:
             self._clients.pop().close()
+
+    def close(self) -> None:
+        """Close every connection and give back the jump hosts' connection slots."""
+        self._disconnect()
+        while self._jump_slots:
+            self._jump_slots.pop().release()
 
     def __enter__(self) -> SSHTransport:
         return self
