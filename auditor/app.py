@@ -12,6 +12,7 @@ from .collect.probe import DEFAULT_BINARIES, probe_args, probe_script, validate_
 from .collect.snapshot import build_snapshot
 from .errors import TransportError
 from .models import HostResult, HostSpec
+from .targets.inventory import redact_urls
 from .transport import open_transport
 from .transport.base import DEFAULT_DEADLINE_S
 
@@ -120,3 +121,13 @@ def host_summary(result: HostResult) -> dict[str, Any]:
         "errors": sorted((snap.get("errors") or {}).keys()),
         "duration_s": round(result.duration_s, 2),
     }
+
+
+def redact_errors(results: Iterable[HostResult]) -> list[HostResult]:
+    """Defence in depth: no password from a URL or ProxyJump (say, in an ssh_config) in a host's error,
+    which reaches the terminal and the report. Targets with passwords are refused earlier."""
+    results = list(results)
+    for result in results:
+        if result.error:
+            result.error = redact_urls(result.error)
+    return results

@@ -3,21 +3,22 @@ baseline drift, AZ comparison and symptom ranking into a report that validates a
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from pathlib import Path
 
 import pytest
 
-from auditor.cli import main
+from auditor.cli import build_parser, main
 from auditor.collect.schema import is_volatile
-from auditor.commands.scan import failing
+from auditor.commands.scan import scan_options
 from auditor.compare import stage as compare_stage
 from auditor.context import Env
 from auditor.errors import InputError
 from auditor.judge import stage as judge_stage
 from auditor.models import HostResult, HostSpec, Report
+from auditor.options import ScanOptions
+from auditor.pipeline import failing
 from auditor.reportdoc import report_to_dict, validate_report
 
 FLEET = Path(__file__).parent / "data" / "compare" / "fleet"
@@ -25,11 +26,9 @@ HOSTS = ("golden", "a1", "a2", "a3", "b1", "b2", "b3")
 CRASH_LOOP = "systemd.unit-crash-looping"
 
 
-def parse(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    judge_stage.add_options(parser)
-    compare_stage.add_options(parser)
-    return parser.parse_args(list(argv))
+def parse(*argv: str) -> ScanOptions:
+    """The typed options the real `scan` command line builds (the target is never contacted here)."""
+    return scan_options(build_parser().parse_args(["scan", "local", *argv]))
 
 
 def capture_golden(tmp_path: Path) -> Path:
@@ -42,8 +41,8 @@ def capture_golden(tmp_path: Path) -> Path:
 
 
 def run(*argv: str) -> Report:
-    args = parse(*argv)
-    plans = judge_stage.prepare(args), compare_stage.prepare(args)
+    opts = parse(*argv)
+    plans = judge_stage.prepare(opts.judge), compare_stage.prepare(opts.compare)
     snaps = [json.loads((FLEET / f"{h}.json").read_text()) for h in HOSTS]
     report = Report([HostResult(HostSpec(s["name"], s["target"], s["labels"]), "ok", None, s) for s in snaps],
                     generated_at="2026-11-29T00:00:00Z", fail_on="high")
@@ -86,7 +85,7 @@ def test_a_symptom_nobody_has_is_a_note_not_a_crash() -> None:
 ])
 def test_bad_compare_options_are_input_errors(argv: tuple[str, ...], words: str) -> None:
     with pytest.raises(InputError, match=words):
-        compare_stage.prepare(parse(*argv))
+        compare_stage.prepare(parse(*argv).compare)
 
 
 def test_baseline_capture_command_writes_a_loadable_file_and_refuses_bad_sources(tmp_path: Path) -> None:

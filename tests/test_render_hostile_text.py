@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from auditor.cli import main
-from auditor.commands.common import one_line
 from auditor.context import Env
 from auditor.models import Finding, HostResult, HostSpec, Report
 from auditor.render.stage import summarize
+from auditor.render.terminal import one_line
 from auditor.textsafe import UNSAFE
 
 FLEET = Path(__file__).parent / "data" / "reports" / "fleet.json"

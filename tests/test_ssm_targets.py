@@ -19,9 +19,10 @@ from botocore.exceptions import ClientError
 from auditor.app import collect_hosts
 from auditor.cli import build_parser, main
 from auditor.collect.probe import DEFAULT_BINARIES, probe_script
-from auditor.commands.aws_options import discovered_hosts
+from auditor.commands.aws_options import aws_from_args
 from auditor.compare.normalize import normalize
 from auditor.context import Env
+from auditor.targets.resolve import discovered_hosts
 from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
 from tests.ssm_endpoint import AwsStandIns, canned_runner, local_runner
 from tests.ssm_endpoint.recorded import recorded_document_output
@@ -149,7 +150,7 @@ def test_max_errors_stops_dispatch(aws: AwsStandIns, recorded: str) -> None:
     args = build_parser().parse_args(["collect", "--ec2", "tag:cluster=err", "--region", "us-east-1", "--ssm-targets",
                                       "--ssm-max-concurrency", "1", "--ssm-max-errors", "1",
                                       "--ssm-poll-interval", "0.2"])
-    specs = sorted(discovered_hosts(args), key=lambda s: s.labels["instance_id"])
+    specs = sorted(discovered_hosts(aws_from_args(args)), key=lambda s: s.labels["instance_id"])
     notes: list[str] = []
     results = collect_hosts(specs, deadline_s=30, notes=notes)
     assert [r.status for r in results] == ["error"] * 6
@@ -196,7 +197,7 @@ def test_ssh_files_flow_into_every_discovered_host(aws: AwsStandIns, tmp_path: P
                                       "--ssh-user", "root", "--ssh-identity", str(files["key"]),
                                       "--ssh-known-hosts", str(files["known_hosts"]),
                                       "--ssh-config", str(files["ssh_config"])])
-    specs = discovered_hosts(args)
+    specs = discovered_hosts(aws_from_args(args))
     assert sorted(s.name for s in specs) == ["m1", "m2", "m3", "m4"]
     for s in specs:
         assert s.target.startswith("ssh://root@")

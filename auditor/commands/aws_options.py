@@ -6,12 +6,12 @@ import argparse
 import os
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields
+from typing import Any
 
-from ..errors import InputError
-from ..models import HostSpec, SSHOptions
-from ..targets.ec2 import Discovery, discover, parse_filter, tag_targets
-from ..transport.ssm import RUN_SHELL_SCRIPT, SSMSettings
+from ..options import AwsOptions
+from ..targets.ec2 import parse_filter
+from ..transport.ssm import RUN_SHELL_SCRIPT
 from ..transport.ssm_document import DOCUMENT_NAME
 from .checks import bounded_float
 
@@ -21,7 +21,6 @@ DOC_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{3,128}$")
 # SendCommand's documented patterns for MaxConcurrency / MaxErrors
 CONCURRENCY_RE = re.compile(r"^([1-9][0-9]*|[1-9][0-9]%|[1-9]%|100%)$")
 ERRORS_RE = re.compile(r"^([1-9][0-9]*|0|[1-9][0-9]%|[0-9]%|100%)$")
-SSH_FILE_FLAGS = ("ssh_identity", "ssh_known_hosts", "ssh_config")
 MAX_POLL_INTERVAL_S = 300.0
 
 
@@ -78,55 +77,10 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
                    help="with --ssm-targets: SSM stops sending after more failures than this (default 10%%)")
 
 
-def ssm_settings(args: argparse.Namespace) -> SSMSettings:
-    return SSMSettings(
-        region=getattr(args, "region", None), profile=getattr(args, "profile", None),
-        document=None if getattr(args, "ssm_run_shell_script", False) else getattr(args, "ssm_document", DOCUMENT_NAME),
-        s3_bucket=getattr(args, "ssm_s3_bucket", None), s3_prefix=getattr(args, "ssm_s3_prefix", "ami-auditor"),
-        poll_interval_s=getattr(args, "ssm_poll_interval", 1.0),
-        max_concurrency=getattr(args, "ssm_max_concurrency", None) or "50",
-        max_errors=getattr(args, "ssm_max_errors", None) or "10%",
-    )
-
-
-def check_aws_options(args: argparse.Namespace) -> None:
-    """Options that only mean something together (InputError otherwise, before AWS is called)."""
-    ec2_ssh = bool(getattr(args, "ec2", None)) and getattr(args, "via", "ssm") == "ssh"
-    for name in SSH_FILE_FLAGS:
-        if getattr(args, name, None) and not ec2_ssh:
-            raise InputError(f"--{name.replace('_', '-')} applies to --ec2 … --via ssh only "
-                             "(give inventory hosts SSH options in the inventory)")
-    targeted = getattr(args, "ssm_targets", False)
-    if targeted and (not getattr(args, "ec2", None) or args.via != "ssm"):
-        raise InputError("--ssm-targets needs --ec2 tag:KEY=… with --via ssm")
-    for name in ("ssm_max_concurrency", "ssm_max_errors"):
-        if getattr(args, name, None) and not targeted:
-            raise InputError(f"--{name.replace('_', '-')} needs --ssm-targets (instance-id batches run at once)")
-
-
-def discovered_hosts(args: argparse.Namespace, notes: list[str] | None = None) -> list[HostSpec]:
-    """Run EC2 discovery when --ec2 was given (an InputError when nothing matches)."""
-    check_aws_options(args)
-    filters = tuple(getattr(args, "ec2", None) or ())
-    if not filters:
-        return []
-    settings = ssm_settings(args)
-    if getattr(args, "ssm_targets", False):
-        settings = replace(settings, targets=tag_targets(filters))
-    ssh = SSHOptions(user=args.ssh_user, identity_file=getattr(args, "ssh_identity", None),
-                     known_hosts=getattr(args, "ssh_known_hosts", None), ssh_config=getattr(args, "ssh_config", None))
-    d = Discovery(filters, via=args.via, ssh_address=args.ssh_address, ssh=ssh, ssm=settings)
-    specs, left_out = discover(d)
-    if notes is not None:
-        notes.extend(left_out)
-    if not specs:
-        shown = " ".join(f"--ec2 {f.name}={','.join(f.values)}" for f in filters)
-        raise InputError(f"no EC2 instances match {shown}")
-    return specs
-
-
-def with_ssm_settings(specs: list[HostSpec], args: argparse.Namespace) -> list[HostSpec]:
-    """Give every ssm:// target from the command line or an inventory this run's SSM settings."""
-    settings = ssm_settings(args)
-    return [replace(s, options={**s.options, "ssm": s.options.get("ssm") or settings})
-            if s.target.startswith("ssm://") else s for s in specs]
+def aws_from_args(args: argparse.Namespace) -> AwsOptions:
+    """The typed AWS options of a parsed command line (a command without some option gets its default)."""
+    default = AwsOptions()
+    given: dict[str, Any] = {f.name: getattr(args, f.name, None) for f in fields(AwsOptions)}
+    values = {name: getattr(default, name) if value is None else value for name, value in given.items()}
+    values["ec2"] = tuple(values["ec2"])
+    return AwsOptions(**values)

@@ -7,17 +7,16 @@ import tempfile
 from pathlib import Path
 
 from .. import exitcodes
-from ..app import collect_host
+from ..app import collect_host, redact_errors
 from ..atomicio import check_writable_file, write_text_atomic
-from ..collect.probe import DEFAULT_BINARIES
 from ..compare.baseline import load_baseline
 from ..compare.capture import capture, render
 from ..compare.normalize import normalize
 from ..compare.sources import load_snapshot_file
 from ..context import Env
 from ..errors import InputError
-from .checks import redact_errors
-from .common import add_target_options, resolve_specs
+from ..targets.resolve import resolve_specs
+from .common import add_target_options, target_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,14 +37,15 @@ def _snapshot(args: argparse.Namespace, env: Env) -> dict | int:
         if args.targets or args.inventory:
             raise InputError("give either --snapshot FILE or a target/inventory, not both")
         return load_snapshot_file(args.snapshot)
-    specs = resolve_specs(args)
+    opts = target_options(args)
+    specs = resolve_specs(opts)
     if args.host:
         specs = [s for s in specs if s.name == args.host]
         if not specs:
             raise InputError(f"--host {args.host!r}: no such host in the targets/inventory")
     if len(specs) != 1:
         raise InputError(f"a baseline comes from one host; got {len(specs)} (pick one with --host NAME)")
-    result = collect_host(specs[0], args.binary or DEFAULT_BINARIES, args.deadline, args.exec_versions)
+    result = collect_host(specs[0], opts.binaries, opts.deadline_s, opts.exec_versions)
     if result.snapshot is None:
         redact_errors([result])
         env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")

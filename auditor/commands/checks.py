@@ -8,16 +8,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
-from collections.abc import Callable, Iterable, Sequence
-from functools import cache
-from importlib import resources
+from collections.abc import Callable, Sequence
 
 from ..errors import InputError
-from ..models import HostResult, HostSpec
-from ..targets.ec2 import BUILTIN_LABELS
-from ..targets.inventory import redact_urls
 
 MAX_DEADLINE_S = 86400.0  # one day per host
 MAX_PARALLEL = 512
@@ -62,31 +56,6 @@ def finite_positive(value: float, option: str) -> float:
     return float(value)
 
 
-@cache
-def builtin_keys() -> frozenset[str]:
-    """Host attributes every snapshot can carry: `name`, the snapshot's `host` fields, EC2 labels."""
-    text = resources.files("auditor.schemas").joinpath("snapshot.schema.json").read_text(encoding="utf-8")
-    schema = json.loads(text)
-    host = schema["properties"]["host"].get("properties") or {}
-    return frozenset({"name", *host, *BUILTIN_LABELS})
-
-
-def check_host_keys(keys: Iterable[tuple[str, str]], specs: Sequence[HostSpec]) -> None:
-    """Each (option, key) that is not a fact path must be a built-in key or a label some host defines.
-
-    Called after targets are resolved (with --ec2, after discovery, since tags become labels only then)
-    and before any host is contacted.
-    """
-    known = builtin_keys() | {label for spec in specs for label in spec.labels}
-    for option, key in keys:
-        if key.startswith("facts.") or key in known:
-            continue
-        labels = sorted({label for spec in specs for label in spec.labels})
-        where = f"; labels defined by the targets: {', '.join(labels)}" if labels else "; no target defines labels"
-        raise InputError(f"{option}: unknown label {key!r}: not a built-in key ({', '.join(sorted(builtin_keys()))}), "
-                         f"not a fact path (facts.…) and no host defines it{where}")
-
-
 def stem_digest(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
@@ -117,13 +86,3 @@ def unique_stems(names: Sequence[str], stem: Callable[[str], str]) -> dict[str, 
                              f"{stems[name]}.json; rename one")
         seen[key] = name
     return stems
-
-
-def redact_errors(results: Iterable[HostResult]) -> list[HostResult]:
-    """Defence in depth: no password from a URL or ProxyJump (say, in an ssh_config) in a host's error,
-    which reaches the terminal and the report. Targets with passwords are refused earlier."""
-    results = list(results)
-    for result in results:
-        if result.error:
-            result.error = redact_urls(result.error)
-    return results

@@ -6,12 +6,13 @@ import argparse
 from pathlib import Path
 
 from .. import exitcodes
-from ..app import collect_hosts
+from ..app import collect_hosts, redact_errors
 from ..atomicio import check_writable_dir
-from ..collect.probe import DEFAULT_BINARIES
 from ..context import Env
-from .checks import redact_errors, unique_stems
-from .common import add_target_options, file_stem, one_line, progress_printer, resolve_specs, write_json
+from ..render.terminal import one_line, progress_printer
+from ..targets.resolve import resolve_specs
+from .checks import unique_stems
+from .common import add_target_options, file_stem, target_options, write_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
-    specs = resolve_specs(args)
+    opts = target_options(args)
+    notes: list[str] = []
+    specs = resolve_specs(opts, notes)
     out = Path(args.out)
     check_writable_dir(out, "--out")  # before any host is contacted
     stems = unique_stems([s.name for s in specs], file_stem)
@@ -31,13 +34,10 @@ def run(args: argparse.Namespace, env: Env) -> int:
         if stems[spec.name] != file_stem(spec.name):
             env.err(f"note: {spec.name!r} is written as {stems[spec.name]}.json "
                     f"(another host's name also sanitises to {file_stem(spec.name)}.json)")
-    results = collect_hosts(
-        specs, parallel=args.parallel, binaries=args.binary or DEFAULT_BINARIES,
-        deadline_s=args.deadline, progress=progress_printer(env), notes=args.notes,
-        exec_versions=args.exec_versions,
-    )
+    results = collect_hosts(specs, parallel=opts.parallel, binaries=opts.binaries, deadline_s=opts.deadline_s,
+                            progress=progress_printer(env), notes=notes, exec_versions=opts.exec_versions)
     results = redact_errors(results)
-    for note in args.notes:
+    for note in notes:
         env.err(f"note: {note}")
     for result in results:
         if result.snapshot is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import exitcodes
-from ..app import collect_host
+from ..app import collect_host, redact_errors
 from ..collect.probe import DEFAULT_BINARIES
 from ..compare.baseline import Baseline, load_baseline
 from ..compare.drift import Difference, diff_flat, diff_views, drift_view, reverse
@@ -21,7 +21,7 @@ from ..compare.sources import load_snapshot_file
 from ..context import Env
 from ..errors import InputError
 from ..models import HostSpec
-from .checks import MAX_DEADLINE_S, bounded_float, redact_errors
+from .checks import MAX_DEADLINE_S, bounded_float
 
 Side = Baseline | dict[str, Any] | HostSpec
 

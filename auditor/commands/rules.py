@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ..compare.sources import load_snapshot_file
 from ..context import Env
 from ..judge.engine import Judge
 from ..judge.rules import RuleSet, rule_files
-from ..judge.stage import add_rule_options, ruleset_from_args
+from ..judge.stage import load_ruleset
 from ..judge.waivers import load_waivers
+from .rule_options import add_rule_options, rule_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +40,7 @@ def _rows(ruleset: RuleSet) -> list[dict]:
 
 
 def run_list(args: argparse.Namespace, env: Env) -> int:
-    ruleset = ruleset_from_args(args)
+    ruleset = load_ruleset(rule_options(args))
     rows = _rows(ruleset)
     if args.json:
         env.out(json.dumps(rows, indent=2))
@@ -53,10 +55,11 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
 def run_check(args: argparse.Namespace, env: Env) -> int:
     own = {str(f) for f in rule_files([args.path], builtin=False)}
     builtin = {str(f.resolve()) for f in rule_files([], builtin=True)}
+    opts = rule_options(args)
     if any(str(Path(f).resolve()) in builtin for f in own):
-        args.no_builtin_rules = True  # checking the built-in packs themselves
-    args.rules = [*args.rules, args.path]
-    ruleset = ruleset_from_args(args)  # built-ins too (unless --no-builtin-rules): ids must not clash
+        opts = replace(opts, builtin=False)  # checking the built-in packs themselves
+    opts = replace(opts, rule_paths=(*opts.rule_paths, args.path))
+    ruleset = load_ruleset(opts)  # built-ins too (unless --no-builtin-rules): ids must not clash
     for path in args.waivers:
         load_waivers(path, ruleset.ids())
     mine = [r for r in ruleset.rules if r.source in own]

@@ -1,32 +1,29 @@
-"""`ami-auditor scan`: collect + judge + compare + render, one report per run.
+"""`ami-auditor scan`: the command line of the typed pipeline in auditor/pipeline.py.
 
-Each stage (auditor/judge/stage.py, auditor/compare/stage.py, auditor/render/stage.py) offers
-`add_options(parser)`, `prepare(args)` — which loads and validates every input file BEFORE any host
-is contacted (bad input exits 2, nothing written) — and `apply(prepared, report, snapshots)`.
+This module only declares the options and turns the parsed arguments into a ScanOptions;
+`pipeline.scan()` does the work (every input validated before any host is contacted).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-from typing import Any
 
-from .. import exitcodes
-from ..app import collect_hosts
-from ..collect.probe import DEFAULT_BINARIES
-from ..collect.snapshot import now_iso
+from ..compare.groups import MIN_SCORE
 from ..context import Env
-from ..history.stage import GROWTH_RULE
-from ..models import SEVERITIES, Report, severity_rank
-from .checks import check_host_keys, redact_errors
-from .common import add_target_options, one_line, progress_printer, resolve_specs
-
-# Order matters: judge before compare (symptom ranking reads findings), render last.
-STAGES = ("judge", "history", "compare", "render")
-
-
-def _stage(name: str) -> Any:
-    return importlib.import_module(f"auditor.{name}.stage")
+from ..history.trends import DEFAULT_DYING_GROWTH_PER_HOUR
+from ..models import SEVERITIES
+from ..options import (
+    DEFAULT_TOP,
+    CompareOptions,
+    HistoryOptions,
+    JudgeOptions,
+    RenderOptions,
+    ScanOptions,
+)
+from ..pipeline import scan
+from ..render import RENDERERS
+from .common import add_target_options, target_options
+from .rule_options import add_rule_options, rule_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,49 +31,44 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_target_options(p)
     p.add_argument("--fail-on", choices=SEVERITIES, default="high",
                    help="exit 1 when a finding or drift at or above this severity is found (default high)")
-    for name in STAGES:
-        _stage(name).add_options(p)
+    add_rule_options(p)
+    p.add_argument("--waivers", action="append", default=[], metavar="FILE",
+                   help="waivers YAML (rule, hosts/labels, item, reason, expires); repeatable")
+    p.add_argument("--history", default=None, metavar="DIR",
+                   help="keep this scan in DIR and compare with the previous one there (trends: "
+                        "`ami-auditor history DIR`)")
+    p.add_argument("--dying-growth-per-hour", type=float, default=DEFAULT_DYING_GROWTH_PER_HOUR,
+                   metavar="N", help="flag hosts whose dying memcgs grew faster than N/hour since the "
+                                     f"previous scan (default {DEFAULT_DYING_GROWTH_PER_HOUR:.0f})")
+    g = p.add_argument_group("compare")
+    g.add_argument("--baseline", metavar="FILE", help="golden baseline YAML (from `ami-auditor baseline capture`)")
+    g.add_argument("--group-by", metavar="LABEL_OR_FACT",
+                   help="compare groups: az, az_id, ami_id, instance_type, any label, or a fact path")
+    g.add_argument("--symptom", metavar="RULE_ID|KEY=VALUE",
+                   help="rank the facts that separate hosts with this symptom (a rule firing, or a label)")
+    g.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
+                   help=f"symptom facts to list (default {DEFAULT_TOP})")
+    g.add_argument("--min-split-score", type=float, default=MIN_SCORE, metavar="S",
+                   help=f"least association score for a split (default {MIN_SCORE})")
+    p.add_argument("--format", default="json", metavar="FMT[,FMT…]",
+                   help=f"report formats: {', '.join(RENDERERS)} (default json)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="write report.<ext> per format here (default: no files, summary only)")
     p.set_defaults(func=run)
 
 
-def failing(report: Report) -> bool:
-    """Any unwaived finding, or drift, at or above --fail-on."""
-    if report.fail_on is None:
-        return False
-    bar = severity_rank(report.fail_on)
-    if any(not f.waived and severity_rank(f.severity) >= bar for f in report.findings):
-        return True
-    return any(severity_rank(d.severity) >= bar for d in report.drift)
+def scan_options(args: argparse.Namespace) -> ScanOptions:
+    """The typed options of a parsed `scan` command line."""
+    return ScanOptions(
+        targets=target_options(args),
+        fail_on=args.fail_on,
+        judge=JudgeOptions(rules=rule_options(args), waivers=tuple(args.waivers)),
+        history=HistoryOptions(directory=args.history, dying_growth_per_hour=args.dying_growth_per_hour),
+        compare=CompareOptions(baseline=args.baseline, group_by=args.group_by, symptom=args.symptom,
+                               top=args.top, min_score=args.min_split_score),
+        render=RenderOptions(formats=args.format, out=args.out),
+    )
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
-    prepared: dict[str, Any] = {}
-    for name in STAGES:  # every input validated before any host is contacted or file written
-        prepared[name] = _stage(name).prepare(args)
-        if name == "judge":  # --symptom RULE must be one of these
-            args.known_rule_ids = frozenset(prepared[name].ruleset.ids()) | {GROWTH_RULE}
-    specs = resolve_specs(args)  # with --ec2, discovery (an API call, no host contacted) gives the labels
-    plan = prepared["compare"]
-    check_host_keys([(opt, key) for opt, key in (("--group-by", plan.group_by),
-                                                  ("--symptom", plan.symptom.key if plan.symptom else None)) if key],
-                    specs)
-    results = collect_hosts(
-        specs, parallel=args.parallel, binaries=args.binary or DEFAULT_BINARIES,
-        deadline_s=args.deadline, progress=progress_printer(env), notes=args.notes,
-        exec_versions=args.exec_versions,
-    )
-    results = redact_errors(results)
-    report = Report(hosts=results, generated_at=now_iso(), fail_on=args.fail_on, notes=list(args.notes))
-    snapshots = [r.snapshot for r in results if r.snapshot is not None]
-    for name in ("judge", "history", "compare"):
-        _stage(name).apply(prepared[name], report, snapshots)
-    incomplete = not all(r.complete for r in results)
-    report.exit_code = exitcodes.combine(failing(report), incomplete)
-    for result in results:
-        env.out(one_line(result))
-    _stage("render").apply(prepared["render"], report, snapshots)
-    saved = _stage("history").finish(prepared["history"], report)
-    _stage("render").summarize(report, env)
-    if saved:
-        env.out(f"saved to history: {saved}")
-    return report.exit_code
+    return scan(scan_options(args), env)

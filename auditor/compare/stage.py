@@ -7,21 +7,19 @@ content) and fills report.drift, report.baseline, report.comparison and report.s
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass
 from difflib import get_close_matches
 
 from ..errors import InputError
 from ..models import Report
+from ..options import DEFAULT_TOP, CompareOptions
 from .baseline import Baseline, load_baseline
 from .drift import fleet_drift
 from .groups import MIN_SCORE, compare_groups
 from .index import index_snapshots
 from .normalize import leaf_spec
 from .symptom import Symptom, symptom_section
-
-DEFAULT_TOP = 10
 
 
 @dataclass(frozen=True)
@@ -42,19 +40,6 @@ class ComparePlan:
         if self.symptom and self.symptom.key:
             keys.append(self.symptom.key)
         return keys
-
-
-def add_options(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("compare")
-    g.add_argument("--baseline", metavar="FILE", help="golden baseline YAML (from `ami-auditor baseline capture`)")
-    g.add_argument("--group-by", metavar="LABEL_OR_FACT",
-                   help="compare groups: az, az_id, ami_id, instance_type, any label, or a fact path")
-    g.add_argument("--symptom", metavar="RULE_ID|KEY=VALUE",
-                   help="rank the facts that separate hosts with this symptom (a rule firing, or a label)")
-    g.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
-                   help=f"symptom facts to list (default {DEFAULT_TOP})")
-    g.add_argument("--min-split-score", type=float, default=MIN_SCORE, metavar="S",
-                   help=f"least association score for a split (default {MIN_SCORE})")
 
 
 def _check_key(key: str, option: str) -> str:
@@ -95,20 +80,16 @@ def _check_symptom(text: str, known_rules: frozenset[str] | None) -> Symptom:
     return symptom
 
 
-def prepare(args: argparse.Namespace) -> ComparePlan:
-    """Validate compare options. `args.known_rule_ids` (set by scan from the judge stage) checks --symptom."""
-    baseline = load_baseline(args.baseline) if getattr(args, "baseline", None) else None
-    group_by = _check_key(args.group_by, "--group-by") if getattr(args, "group_by", None) else None
-    symptom = None
-    if getattr(args, "symptom", None) is not None:
-        symptom = _check_symptom(args.symptom, getattr(args, "known_rule_ids", None))
-    top = getattr(args, "top", DEFAULT_TOP)
-    if not 1 <= top <= MAX_TOP:
-        raise InputError(f"--top must be between 1 and {MAX_TOP}, not {top}")
-    min_score = getattr(args, "min_split_score", MIN_SCORE)
-    if not 0.0 <= min_score <= 1.0:
+def prepare(opts: CompareOptions, known_rules: frozenset[str] | None = None) -> ComparePlan:
+    """Validate compare options; `known_rules` (the rule ids the judge loaded) checks --symptom RULE."""
+    baseline = load_baseline(opts.baseline) if opts.baseline else None
+    group_by = _check_key(opts.group_by, "--group-by") if opts.group_by else None
+    symptom = _check_symptom(opts.symptom, known_rules) if opts.symptom is not None else None
+    if not 1 <= opts.top <= MAX_TOP:
+        raise InputError(f"--top must be between 1 and {MAX_TOP}, not {opts.top}")
+    if not 0.0 <= opts.min_score <= 1.0:
         raise InputError("--min-split-score must be between 0 and 1")
-    return ComparePlan(baseline, group_by, symptom, top, min_score)
+    return ComparePlan(baseline, group_by, symptom, opts.top, opts.min_score)
 
 
 def apply(plan: ComparePlan, report: Report, snapshots: list[dict]) -> None:

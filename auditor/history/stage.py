@@ -6,7 +6,6 @@ since the previous scan becomes a finding (FIELD-NOTES §2: the leak is the sign
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +14,10 @@ from typing import Any
 from ..atomicio import check_writable_dir
 from ..errors import InputError
 from ..models import Finding, Report
+from ..options import HistoryOptions
 from ..reportdoc import report_to_dict
 from .store import latest_scan, save_scan
-from .trends import DEFAULT_DYING_GROWTH_PER_HOUR, parse_time
+from .trends import parse_time
 
 GROWTH_RULE = "history.dying-memcg-growth"
 
@@ -29,25 +29,16 @@ class HistoryPlan:
     growth_per_hour: float
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--history", default=None, metavar="DIR",
-                        help="keep this scan in DIR and compare with the previous one there (trends: "
-                             "`ami-auditor history DIR`)")
-    parser.add_argument("--dying-growth-per-hour", type=float, default=DEFAULT_DYING_GROWTH_PER_HOUR,
-                        metavar="N", help="flag hosts whose dying memcgs grew faster than N/hour since the "
-                                          f"previous scan (default {DEFAULT_DYING_GROWTH_PER_HOUR:.0f})")
-
-
-def prepare(args: argparse.Namespace) -> HistoryPlan:
+def prepare(opts: HistoryOptions) -> HistoryPlan:
     """Validate the threshold (finite, > 0) and the history directory (readable scans, writable)."""
-    rate = args.dying_growth_per_hour
+    rate = opts.dying_growth_per_hour
     if not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
         raise InputError(f"--dying-growth-per-hour must be a finite number greater than 0, not {rate!r}")
-    directory = Path(args.history) if args.history else None
+    directory = Path(opts.directory) if opts.directory else None
     previous = latest_scan(directory) if directory else None
     if directory is not None:
         check_writable_dir(directory, "--history")
-    return HistoryPlan(directory, previous, args.dying_growth_per_hour)
+    return HistoryPlan(directory, previous, rate)
 
 
 def _dying(snapshot: dict[str, Any]) -> int | None:

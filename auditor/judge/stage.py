@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 from dataclasses import dataclass, field
 
 from ..models import Report
+from ..options import JudgeOptions, RuleOptions
 from .engine import Judge
 from .params import Override, load_config, parse_set
 from .rules import RuleSet, load_rules
@@ -22,35 +22,19 @@ class JudgePlan:
     today: dt.date = field(default_factory=dt.date.today)
 
 
-def add_rule_options(parser: argparse.ArgumentParser) -> None:
-    """Options that choose and configure rules (shared by `scan` and `rules`)."""
-    parser.add_argument("--rules", action="append", default=[], metavar="DIR",
-                        help="extra rule packs (a directory of *.yaml, or a file); repeatable; adds to the built-ins")
-    parser.add_argument("--no-builtin-rules", action="store_true", help="do not load the built-in rule packs")
-    parser.add_argument("--set", action="append", default=[], metavar="PACK.PARAM=VALUE", dest="rule_set",
-                        help="override a rule-pack parameter, e.g. cgroups.dying_warn=500 (VALUE is YAML)")
-    parser.add_argument("--rules-config", default=None, metavar="FILE",
-                        help="YAML file of rule-pack parameters: {pack: {param: value}}")
-
-
-def add_options(parser: argparse.ArgumentParser) -> None:
-    add_rule_options(parser)
-    parser.add_argument("--waivers", action="append", default=[], metavar="FILE",
-                        help="waivers YAML (rule, hosts/labels, item, reason, expires); repeatable")
-
-
-def ruleset_from_args(args: argparse.Namespace) -> RuleSet:
+def load_ruleset(opts: RuleOptions) -> RuleSet:
+    """The rule packs chosen by `opts`, parameters applied (InputError naming file and line if bad)."""
     overrides: list[Override] = []
-    if args.rules_config:
-        overrides.extend(load_config(args.rules_config))
-    overrides.extend(parse_set(text) for text in args.rule_set)
-    return load_rules(args.rules, builtin=not args.no_builtin_rules, overrides=overrides)
+    if opts.config:
+        overrides.extend(load_config(opts.config))
+    overrides.extend(parse_set(text) for text in opts.settings)
+    return load_rules(list(opts.rule_paths), builtin=opts.builtin, overrides=overrides)
 
 
-def prepare(args: argparse.Namespace) -> JudgePlan:
-    ruleset = ruleset_from_args(args)
+def prepare(opts: JudgeOptions) -> JudgePlan:
+    ruleset = load_ruleset(opts.rules)
     ids = ruleset.ids()
-    waivers = [w for path in args.waivers for w in load_waivers(path, ids)]
+    waivers = [w for path in opts.waivers for w in load_waivers(path, ids)]
     return JudgePlan(ruleset, waivers)
 
 

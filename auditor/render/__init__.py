@@ -1,33 +1,22 @@
-"""How to present: renderers take the report document (a dict) and return text. One module each."""
+"""Renderers: each takes the report document (a dict valid against report.schema.json) and returns text.
+
+One module per format, imported explicitly: a missing module is an ImportError at start-up, never a
+silently absent format. A renderer imports its heavy libraries (jinja2) when it first renders.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from . import json_renderer
+from . import html_renderer, json_renderer, junit_renderer, markdown_renderer
 
 Renderer = Callable[[dict[str, Any]], str]
 
 # format name → (render function, file extension). Add a module and one entry here.
 RENDERERS: dict[str, tuple[Renderer, str]] = {
     "json": (json_renderer.render, "json"),
+    "html": (html_renderer.render, "html"),
+    "md": (markdown_renderer.render, "md"),
+    "junit": (junit_renderer.render, "xml"),
 }
-
-
-def _register_optional() -> None:
-    """Formats whose modules may be absent while being built."""
-    import importlib
-
-    for fmt, module, ext in (("html", "html_renderer", "html"), ("md", "markdown_renderer", "md"),
-                             ("junit", "junit_renderer", "xml")):
-        try:
-            mod = importlib.import_module(f"{__name__}.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{module}":
-                continue
-            raise
-        RENDERERS[fmt] = (mod.render, ext)
-
-
-_register_optional()

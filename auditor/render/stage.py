@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +9,7 @@ from ..atomicio import check_writable_dir, write_text_atomic
 from ..context import Env
 from ..errors import InputError
 from ..models import SEVERITIES, Report
+from ..options import RenderOptions
 from ..reportdoc import report_to_dict, validate_report
 from ..textsafe import one_line
 from . import RENDERERS
@@ -31,19 +31,12 @@ def parse_formats(value: str) -> tuple[str, ...]:
     return formats
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="json", metavar="FMT[,FMT…]",
-                        help=f"report formats: {', '.join(RENDERERS)} (default json)")
-    parser.add_argument("--out", default=None, metavar="DIR",
-                        help="write report.<ext> per format here (default: no files, summary only)")
-
-
-def prepare(args: argparse.Namespace) -> RenderPlan:
+def prepare(opts: RenderOptions) -> RenderPlan:
     """Known formats, and an --out directory that can be written (checked, nothing left behind)."""
-    formats = parse_formats(args.format)
+    formats = parse_formats(opts.formats)
     if not formats:
         raise InputError(f"--format: give at least one of {', '.join(RENDERERS)}")
-    out = Path(args.out) if args.out else None
+    out = Path(opts.out) if opts.out else None
     if out is not None:
         if out.exists() and not out.is_dir():
             raise InputError(f"--out: {out} exists and is not a directory (--out names a directory)")
@@ -63,7 +56,8 @@ def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = RE
     return [path for path, _ in texts]
 
 
-def apply(plan: RenderPlan, report: Report, snapshots: list[dict]) -> None:
+def write(plan: RenderPlan, report: Report) -> None:
+    """The report, validated against its schema, written in every chosen format to --out (if given)."""
     if plan.out is None:
         return
     doc = report_to_dict(report)

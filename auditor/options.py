@@ -1,0 +1,110 @@
+"""Typed options: what the CLI layer (cli.py, commands/) hands to the rooms instead of an argparse Namespace.
+
+Frozen dataclasses holding the user's choices as given (paths as strings, options not yet loaded);
+each stage's `prepare()` loads and validates its part before any host is contacted. Defaults here are
+the CLI's defaults, so a caller (a test, a scheduler) can build options without argparse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .collect.probe import DEFAULT_BINARIES
+from .compare.groups import MIN_SCORE
+from .history.trends import DEFAULT_DYING_GROWTH_PER_HOUR
+from .transport.ssm_document import DOCUMENT_NAME
+
+if TYPE_CHECKING:
+    from .targets.ec2 import Ec2Filter
+
+DEFAULT_PARALLEL = 8
+DEFAULT_DEADLINE_S = 60.0
+DEFAULT_TOP = 10
+
+
+@dataclass(frozen=True)
+class AwsOptions:
+    """EC2 discovery (--ec2, --via, --ssh-*), region/profile and SSM knobs (--ssm-*)."""
+
+    ec2: tuple[Ec2Filter, ...] = ()
+    via: str = "ssm"
+    ssh_address: str = "private"
+    ssh_user: str | None = None
+    ssh_identity: str | None = None
+    ssh_known_hosts: str | None = None
+    ssh_config: str | None = None
+    region: str | None = None
+    profile: str | None = None
+    ssm_document: str = DOCUMENT_NAME
+    ssm_run_shell_script: bool = False
+    ssm_s3_bucket: str | None = None
+    ssm_s3_prefix: str = "ami-auditor"
+    ssm_poll_interval: float = 1.0
+    ssm_targets: bool = False
+    ssm_max_concurrency: str | None = None
+    ssm_max_errors: str | None = None
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """Which hosts, and the knobs of one collection run."""
+
+    targets: tuple[str, ...] = ()
+    inventories: tuple[str, ...] = ()
+    parallel: int = DEFAULT_PARALLEL
+    deadline_s: float = DEFAULT_DEADLINE_S
+    binaries: tuple[str, ...] = DEFAULT_BINARIES
+    exec_versions: bool = False
+    aws: AwsOptions = field(default_factory=AwsOptions)
+
+
+@dataclass(frozen=True)
+class RuleOptions:
+    """Which rule packs, and their parameters (--rules, --no-builtin-rules, --set, --rules-config)."""
+
+    rule_paths: tuple[str, ...] = ()
+    builtin: bool = True
+    settings: tuple[str, ...] = ()
+    config: str | None = None
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    rules: RuleOptions = field(default_factory=RuleOptions)
+    waivers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """Where scans are kept (None: not kept) and the trend thresholds that are still options."""
+
+    directory: str | None = None
+    dying_growth_per_hour: float = DEFAULT_DYING_GROWTH_PER_HOUR
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    baseline: str | None = None
+    group_by: str | None = None
+    symptom: str | None = None
+    top: int = DEFAULT_TOP
+    min_score: float = MIN_SCORE
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    formats: str = "json"  # comma-separated, as typed
+    out: str | None = None
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """Everything `ami-auditor scan` was asked to do."""
+
+    targets: TargetOptions = field(default_factory=TargetOptions)
+    fail_on: str = "high"
+    judge: JudgeOptions = field(default_factory=JudgeOptions)
+    history: HistoryOptions = field(default_factory=HistoryOptions)
+    compare: CompareOptions = field(default_factory=CompareOptions)
+    render: RenderOptions = field(default_factory=RenderOptions)

@@ -1,0 +1,44 @@
+"""Terminal lines of a collection run: progress on stderr, one summary line per host on stdout."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import textsafe
+from ..context import Env
+from ..models import HostResult
+
+
+def progress_printer(env: Env) -> Callable[[HostResult, int, int], None] | None:
+    """A progress callback that writes to stderr only when it is a terminal."""
+    if not env.progress:
+        return None
+
+    def show(result: HostResult, done: int, total: int) -> None:
+        env.err(f"[{done}/{total}] {result.name}: {result.status}")
+
+    return show
+
+
+def one_line(result: HostResult) -> str:
+    """`name  status  1.2s  facts…` — the per-host summary line (host text's control characters escaped)."""
+    if result.status != "ok" or not result.snapshot:
+        line = f"{result.name:<20} {result.status:<18} {result.duration_s:5.1f}s  {result.error or ''}"
+        return textsafe.one_line(line)
+    snap = result.snapshot
+    facts = snap["facts"]
+    os_name = (facts.get("os") or {}).get("pretty_name") or "?"
+    kernel = (facts.get("kernel") or {}).get("release") or "?"
+    systemd = facts.get("systemd") or {}
+    units = systemd.get("units") or []
+    looping = [u["name"] for u in units if (u.get("restarts") or 0) > 0]
+    dying = ((facts.get("cgroups") or {}).get("memory") or {}).get("dying")
+    bits = [os_name, f"kernel {kernel}", f"{len(systemd.get('enabled_units') or [])} enabled units"]
+    if looping:
+        bits.append("restarting: " + ",".join(looping[:3]))
+    bits.append(f"dying memcgs {dying if dying is not None else '?'}")
+    if snap.get("errors"):
+        bits.append("errors: " + ",".join(sorted(snap["errors"])))
+    if snap.get("not_applicable"):
+        bits.append("n/a: " + ",".join(sorted(snap["not_applicable"])))
+    return textsafe.one_line(f"{result.name:<20} {'ok':<18} {result.duration_s:5.1f}s  " + "; ".join(bits))

@@ -1,0 +1,119 @@
+"""Typed target resolution: TargetOptions → the HostSpecs of a run (targets, inventories, EC2 discovery).
+
+Every input file is validated before EC2 discovery calls AWS, and discovery happens before any host is
+contacted; bad input is an InputError (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from functools import cache
+from importlib import resources
+
+from ..errors import InputError
+from ..models import HostSpec, SSHOptions
+from ..options import AwsOptions, TargetOptions
+from ..transport.ssm import SSMSettings
+from .ec2 import BUILTIN_LABELS, Discovery, discover, tag_targets
+from .inventory import load_inventory, targets_from_args
+
+SSH_FILE_FLAGS = ("ssh_identity", "ssh_known_hosts", "ssh_config")
+
+
+def ssm_settings(aws: AwsOptions) -> SSMSettings:
+    return SSMSettings(
+        region=aws.region, profile=aws.profile,
+        document=None if aws.ssm_run_shell_script else aws.ssm_document,
+        s3_bucket=aws.ssm_s3_bucket, s3_prefix=aws.ssm_s3_prefix, poll_interval_s=aws.ssm_poll_interval,
+        max_concurrency=aws.ssm_max_concurrency or "50", max_errors=aws.ssm_max_errors or "10%",
+    )
+
+
+def check_aws_options(aws: AwsOptions) -> None:
+    """Options that only mean something together (InputError otherwise, before AWS is called)."""
+    ec2_ssh = bool(aws.ec2) and aws.via == "ssh"
+    for name in SSH_FILE_FLAGS:
+        if getattr(aws, name) and not ec2_ssh:
+            raise InputError(f"--{name.replace('_', '-')} applies to --ec2 … --via ssh only "
+                             "(give inventory hosts SSH options in the inventory)")
+    if aws.ssm_targets and (not aws.ec2 or aws.via != "ssm"):
+        raise InputError("--ssm-targets needs --ec2 tag:KEY=… with --via ssm")
+    for name in ("ssm_max_concurrency", "ssm_max_errors"):
+        if getattr(aws, name) and not aws.ssm_targets:
+            raise InputError(f"--{name.replace('_', '-')} needs --ssm-targets (instance-id batches run at once)")
+
+
+def discovered_hosts(aws: AwsOptions, notes: list[str] | None = None) -> list[HostSpec]:
+    """Run EC2 discovery when --ec2 was given (an InputError when nothing matches)."""
+    check_aws_options(aws)
+    if not aws.ec2:
+        return []
+    settings = ssm_settings(aws)
+    if aws.ssm_targets:
+        settings = replace(settings, targets=tag_targets(aws.ec2))
+    ssh = SSHOptions(user=aws.ssh_user, identity_file=aws.ssh_identity, known_hosts=aws.ssh_known_hosts,
+                     ssh_config=aws.ssh_config)
+    specs, left_out = discover(Discovery(aws.ec2, via=aws.via, ssh_address=aws.ssh_address, ssh=ssh, ssm=settings))
+    if notes is not None:
+        notes.extend(left_out)
+    if not specs:
+        shown = " ".join(f"--ec2 {f.name}={','.join(f.values)}" for f in aws.ec2)
+        raise InputError(f"no EC2 instances match {shown}")
+    return specs
+
+
+def with_ssm_settings(specs: list[HostSpec], aws: AwsOptions) -> list[HostSpec]:
+    """Give every ssm:// target from the command line or an inventory this run's SSM settings."""
+    settings = ssm_settings(aws)
+    return [replace(s, options={**s.options, "ssm": s.options.get("ssm") or settings})
+            if s.target.startswith("ssm://") else s for s in specs]
+
+
+def resolve_specs(opts: TargetOptions, notes: list[str] | None = None) -> list[HostSpec]:
+    """Hosts from targets, inventories and --ec2 discovery; duplicate names are an input error.
+
+    `notes` receives run-wide remarks from discovery (instances left out and why)."""
+    check_aws_options(opts.aws)
+    specs: list[HostSpec] = list(targets_from_args(list(opts.targets), check_paths=True))
+    for path in opts.inventories:
+        specs.extend(load_inventory(path, check_paths=True))
+    if opts.aws.ec2:  # after every input file is validated: discovery calls AWS
+        specs.extend(discovered_hosts(opts.aws, notes))
+    specs = with_ssm_settings(specs, opts.aws)
+    if not specs:
+        raise InputError("no targets: give TARGET…, -i INVENTORY or --ec2 FILTER (try `local`)")
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise InputError(f"host name {spec.name!r} given twice")
+        seen.add(spec.name)
+    if opts.parallel < 1:
+        raise InputError("--parallel must be at least 1")
+    return specs
+
+
+@cache
+def builtin_keys() -> frozenset[str]:
+    """Host attributes every snapshot can carry: `name`, the snapshot's `host` fields, EC2 labels."""
+    text = resources.files("auditor.schemas").joinpath("snapshot.schema.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    host = schema["properties"]["host"].get("properties") or {}
+    return frozenset({"name", *host, *BUILTIN_LABELS})
+
+
+def check_host_keys(keys: Iterable[tuple[str, str]], specs: Sequence[HostSpec]) -> None:
+    """Each (option, key) that is not a fact path must be a built-in key or a label some host defines.
+
+    Called after targets are resolved (with --ec2, after discovery, since tags become labels only then)
+    and before any host is contacted.
+    """
+    known = builtin_keys() | {label for spec in specs for label in spec.labels}
+    for option, key in keys:
+        if key.startswith("facts.") or key in known:
+            continue
+        labels = sorted({label for spec in specs for label in spec.labels})
+        where = f"; labels defined by the targets: {', '.join(labels)}" if labels else "; no target defines labels"
+        raise InputError(f"{option}: unknown label {key!r}: not a built-in key ({', '.join(sorted(builtin_keys()))}), "
+                         f"not a fact path (facts.…) and no host defines it{where}")
