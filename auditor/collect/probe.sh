@@ -148,11 +148,19 @@ s_units() {
 s_restart_journal() {
   # Restart evidence from PID 1's journal this boot (the only source on systemd < 235).
   has journalctl || return 3
-  T 10 journalctl -b -q --no-pager -o cat _PID=1 2>/dev/null |
-    awk '/holdoff time over, scheduling restart/ || /Scheduled restart job/ {
-           u=$1; sub(/:$/, "", u); n[u]++ }
-         END { for (u in n) print u, n[u] }'
+  T 10 journalctl -b -q --no-pager -o cat _PID=1 2>/dev/null | restart_tally
   return 0
+}
+
+restart_tally() { # restart_tally < PID 1's messages (-o cat): `UNIT COUNT` restarts per unit
+  # Wording by systemd release: 219 `U holdoff time over, scheduling restart.` / `U has no holdoff time, …`;
+  # ~225-234 `U: Service hold-off time over, …` / `U: Service has no hold-off time, …`; 235+ also
+  # `U: Service RestartSec=… expired, …` and, for the same restart, `U: Scheduled restart job, restart
+  # counter is at N.` Each restart is counted once: the larger of the two tallies.
+  awk '/, scheduling restart/ && (/hold-?off time/ || /RestartSec=/) { u = $1; sub(/:$/, "", u); h[u]++ }
+       /: Scheduled restart job/ { u = $1; sub(/:$/, "", u); s[u]++ }
+       END { for (u in h) if (s[u] + 0 < h[u]) s[u] = h[u]
+             for (u in s) print u, s[u] }'
 }
 
 s_cgroups() {
@@ -206,6 +214,12 @@ exec_refusal() { # exec_refusal FILE: why FILE (resolved) may not be run as root
   done
 }
 
+dpkg_owner_of() { # dpkg_owner_of < `dpkg-query -S` output: the owner field of the first owner line
+  # (`pkg`, `pkg:arch` or `pkg-a, pkg-b`); diversion lines (`diversion by P from: F`, `diversion by P to: F`,
+  # `local diversion from: F`, `local diversion to: F`) name no owner.
+  grep -v -e '^diversion by ' -e '^local diversion ' | head -n 1 | sed 's/: .*//'
+}
+
 s_binaries() {
   # One block per requested binary: path, stat, sha256, owner package and its version, URL evidence.
   # Never runs a binary unless --exec-versions, and then only what exec_refusal allows.
@@ -234,11 +248,11 @@ s_binaries() {
     v= src=none
     if has dpkg-query && [ -d /var/lib/dpkg ]; then
       # one query for the path, its merged-/usr twin and its resolved target
-      o=$(T 10 dpkg-query -S "$p" "${p#/usr}" "${rp:-$p}" 2>/dev/null |
-          grep -v '^diversion by ' | head -n 1)
+      case $p in /usr/*) tw=${p#/usr} ;; *) tw=/usr$p ;; esac
+      o=$(T 10 dpkg-query -S "$p" "$tw" "${rp:-$p}" 2>/dev/null | dpkg_owner_of)
       if [ -n "$o" ]; then
-        put dpkg_owner "${o%%:*}"
-        o=${o%%:*}; o=${o%%,*}
+        put dpkg_owner "$o"
+        o=${o%%,*}
         v=$(T 10 dpkg-query -W -f='${Version}' -- "$o" 2>/dev/null | head -n 1)
         put dpkg_version "$v"
       fi
@@ -321,7 +335,7 @@ s_network() {
 
 s_kernel_log() {
   # Driver trouble only (ENA resets, watchdogs, OOM), newest last, bounded.
-  pat='TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Device reset completed|ena .*reset|NETDEV WATCHDOG|Out of memory: Killed|soft lockup|hung_task'
+  pat='TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Device reset completed|ena .*[Rr]eset|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
   if has journalctl && T 10 journalctl -k -b -q --no-pager -o short-monotonic 2>/dev/null | grep -E "$pat" | tail -n 200; then
     return 0
   fi

@@ -20,6 +20,15 @@ def _source(evidence: list[dict[str, str]]) -> str | None:
     return urls[-1] if urls else None
 
 
+def _dpkg_owner(field: str) -> str | None:
+    """The package of a `dpkg -S` owner field: `pkg`, `pkg:arch`, `pkg-a, pkg-b` (the first: the one
+    whose version the probe read). A diversion line (older probes passed `local diversion …`) names none."""
+    if not field or field.startswith(("diversion by ", "local diversion")):
+        return None
+    first = field.split(",", 1)[0].strip()
+    return first.split(":", 1)[0] or None
+
+
 def _binary(header: str, lines: list[str]) -> dict[str, Any]:
     fields: dict[str, str] = {}
     evidence: list[dict[str, str]] = []
@@ -41,8 +50,8 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
     package: str | None = None
     version_pkg: str | None = None
     manager: str | None = None
-    if fields.get("dpkg_owner"):
-        package, manager = fields["dpkg_owner"], "dpkg"
+    if owner := _dpkg_owner(fields.get("dpkg_owner", "")):
+        package, manager = owner, "dpkg"
         version_pkg = fields.get("dpkg_version") or None
     elif fields.get("rpm_owner"):
         cols = fields["rpm_owner"].split("\t")

@@ -29,8 +29,8 @@ def _proc_cgroups(text: str) -> dict[str, dict[str, int]]:
 
 def _v2_stats(text: str) -> list[dict[str, Any]]:
     rows = []
-    for header, lines in blocks(text):
-        path = header.rsplit("/cgroup.stat", 1)[0]
+    for header, lines in blocks(text):  # `@ cgroup.stat` (the root), `@ system.slice/cgroup.stat`, …
+        path = header.removesuffix("cgroup.stat").rstrip("/") if header.endswith("cgroup.stat") else header
         stat = {k: to_int(v) for k, v in kv_lines("\n".join(lines), sep=" ").items()}
         rows.append({"path": path or "/", **stat})
     return rows
@@ -59,8 +59,7 @@ def parse_cgroups(text: str) -> dict[str, Any]:
             "dying": max(total - live_memcgs, 0),
             "source": "proc_cgroups",
         }
-    elif mode == "v2" and v2:
-        root = next((r for r in v2 if r["path"] == "/"), v2[0])
+    elif mode == "v2" and (root := next((r for r in v2 if r["path"] == "/"), None)):
         if root.get("nr_dying_subsys_memory") is not None:
             live_n = root.get("nr_subsys_memory")
             dying_n = root["nr_dying_subsys_memory"]

@@ -13,9 +13,13 @@ KERNEL_LOG_EVENTS: dict[str, re.Pattern[str]] = {
     "napi_not_called": re.compile(r"napi handler hasn.t been called"),
     "keep_alive_timeout": re.compile(r"Keep alive watchdog timeout"),
     "reset_triggered": re.compile(r"Trigger reset is on"),
+    "reset_reason": re.compile(r"Reset the device"),  # `… is above the threshold (N > M). Reset the device`
     "reset_completed": re.compile(r"Device reset completed"),
     "netdev_watchdog": re.compile(r"NETDEV WATCHDOG"),
-    "oom_kill": re.compile(r"Out of memory: Killed"),
+    # 3.10-5.0 `Out of memory: Kill process N (comm) score S or sacrifice child` (then a bare `Killed
+    # process N …` line, not counted again); 5.1+ `Out of memory: Killed process N (comm) total-vm:…`;
+    # memcg `Memory cgroup out of memory: Kill[ed] process …`; `Out of memory (oom_kill_allocating_task): …`
+    "oom_kill": re.compile(r"[Oo]ut of memory(?: \([a-z_]+\))?: Kill(?:ed)? process"),
     "soft_lockup": re.compile(r"soft lockup"),
     "hung_task": re.compile(r"hung_task|blocked for more than"),
 }
@@ -50,8 +54,12 @@ def _interface(header: str, lines: list[str]) -> dict[str, Any]:
 
 def parse_kernel_log(text: str) -> dict[str, Any]:
     lines = [line for line in text.splitlines() if line.strip()]
-    events = {name: sum(1 for line in lines if pat.search(line)) for name, pat in KERNEL_LOG_EVENTS.items()}
-    return {"events": events, "lines": lines[-20:]}
+    counts = {name: sum(1 for line in lines if pat.search(line)) for name, pat in KERNEL_LOG_EVENTS.items()}
+    # One reset prints its reason (`… Reset the device`) and then `Trigger reset is on`; either may be all a
+    # log kept (ring buffer, a pasted excerpt), so a reset counts once: the larger of the two tallies.
+    reasons = counts.pop("reset_reason")
+    counts["reset_triggered"] = max(counts["reset_triggered"], reasons)
+    return {"events": counts, "lines": lines[-20:]}
 
 
 def parse_network(text: str, kernel_log_text: str = "") -> dict[str, Any]:

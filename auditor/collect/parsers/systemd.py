@@ -15,12 +15,18 @@ def parse_version(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_FOOTER = re.compile(r"^\d+ unit files? listed\.$")
+
+
 def parse_unit_files(text: str) -> list[dict[str, Any]]:
-    """`list-unit-files --no-legend`: 2 columns before systemd 245, 3 (with vendor preset) after."""
+    """`list-unit-files --no-legend`: 2 columns before systemd 245, 3 (with vendor preset) after.
+
+    Should a legend be printed anyway, its header (`UNIT FILE  STATE  [VENDOR ]PRESET`) and footer
+    (`N unit files listed.`) are no units."""
     rows = []
     for line in text.splitlines():
         cols = line.split()
-        if len(cols) < 2 or cols[0].endswith("unit") and cols[1] == "files":
+        if len(cols) < 2 or cols[:2] == ["UNIT", "FILE"] or _FOOTER.match(" ".join(cols)) or "." not in cols[0]:
             continue
         preset = cols[2] if len(cols) > 2 and cols[2] != "-" else None
         rows.append({"name": cols[0], "state": cols[1], "preset": preset})
