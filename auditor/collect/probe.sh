@@ -317,6 +317,11 @@ s_ecs() {
   return 0
 }
 
+info_lines() { sed 's/^/info /'; }  # info_lines < `ethtool -i` output
+stat_lines() { # stat_lines < `ethtool -S` output: `stat NAME COUNT` for each counter
+  sed -n 's/^[[:space:]]*\([A-Za-z0-9_]*\): \([0-9-]*\)$/stat \1 \2/p'
+}
+
 s_network() {
   for i in /sys/class/net/*; do
     n=${i##*/}
@@ -325,8 +330,8 @@ s_network() {
     one "@ $n driver=${drv:-none} operstate=$(catf "$i/operstate") mtu=$(catf "$i/mtu")"
     [ -n "$drv" ] || continue
     if has ethtool; then
-      T 3 ethtool -i "$n" 2>/dev/null | sed 's/^/info /'
-      T 3 ethtool -S "$n" 2>/dev/null | sed -n 's/^[[:space:]]*\([A-Za-z0-9_]*\): \([0-9-]*\)$/stat \1 \2/p'
+      T 3 ethtool -i "$n" 2>/dev/null | info_lines
+      T 3 ethtool -S "$n" 2>/dev/null | stat_lines
     fi
   done
   printf 'ena_module_version='; catf /sys/module/ena/version || echo
@@ -335,12 +340,16 @@ s_network() {
 
 s_kernel_log() {
   # Driver trouble only (ENA resets, watchdogs, OOM), newest last, bounded.
-  pat='TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Device reset completed|ena .*[Rr]eset|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
-  if has journalctl && T 10 journalctl -k -b -q --no-pager -o short-monotonic 2>/dev/null | grep -E "$pat" | tail -n 200; then
+  if has journalctl && T 10 journalctl -k -b -q --no-pager -o short-monotonic 2>/dev/null | trouble_lines; then
     return 0
   fi
-  T 10 dmesg 2>/dev/null | grep -E "$pat" | tail -n 200
+  T 10 dmesg 2>/dev/null | trouble_lines
   return 0
+}
+
+trouble_lines() { # trouble_lines < kernel log: the newest 200 lines naming driver trouble
+  pat='TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Device reset completed|ena .*[Rr]eset|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
+  grep -E "$pat" | tail -n 200
 }
 
 cpu_begin() {

@@ -64,12 +64,12 @@ def parse_cgroups(text: str) -> dict[str, Any]:
             live_n = root.get("nr_subsys_memory")
             dying_n = root["nr_dying_subsys_memory"]
             source = "nr_dying_subsys_memory"
-        else:
-            live_n = (root.get("nr_descendants") or 0) + 1
+        else:  # descendants plus the root itself; a file without the key (cut, or a future kernel): unknown
+            live_n = root["nr_descendants"] + 1 if root.get("nr_descendants") is not None else None
             dying_n = root.get("nr_dying_descendants")
             source = "nr_dying_descendants"
         memory = {
-            "num_cgroups": (live_n or 0) + (dying_n or 0),
+            "num_cgroups": live_n + dying_n if live_n is not None and dying_n is not None else None,
             "live": live_n,
             "dying": dying_n,
             "source": source,

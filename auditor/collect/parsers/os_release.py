@@ -22,6 +22,7 @@ def parse_os(text: str) -> dict[str, Any]:
         "id": values.get("ID"),
         "id_like": values.get("ID_LIKE"),
         "version_id": values.get("VERSION_ID"),
-        "version_codename": values.get("VERSION_CODENAME"),
+        # Ubuntu 16.04 images print only UBUNTU_CODENAME
+        "version_codename": values.get("VERSION_CODENAME") or values.get("UBUNTU_CODENAME"),
         "pretty_name": values.get("PRETTY_NAME"),
     }

@@ -1,0 +1,164 @@
+"""Parsers on real command output other people captured and published (tests/data/real/INDEX.md).
+
+Each capture `tests/data/real/<area>/<name>.txt` starts with `# source:`, `# os:` and `# edited:` header
+lines and a `# ---` line; the text after it is the command output as published. A capture is fed
+through the probe's own filter functions where the probe filters (run under /bin/sh from probe.sh,
+tests/probe_shell.py), then through the parser; the whole result must equal `<name>.json`.
+`AMI_AUDITOR_UPDATE_REAL=1` rewrites the .json files (review the diff: they are the expectation).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor.collect.parsers.binaries import parse_binaries
+from auditor.collect.parsers.cgroups import parse_cgroups
+from auditor.collect.parsers.cpu import parse_cpu
+from auditor.collect.parsers.network import parse_kernel_log, parse_network
+from auditor.collect.parsers.os_release import parse_os
+from auditor.collect.parsers.systemd import parse_journal_restarts, parse_unit_files
+from tests.probe_shell import probe_filter
+
+REAL = Path(__file__).parent / "data" / "real"
+HEADER = ("source", "os", "edited")
+_NUMBER = re.compile(r"\b\d+\b")
+_LOG_PREFIX = re.compile(r"^.*?\[\d+\]: ")  # `Jan 21 20:14:29 node-1 systemd[1]: `, `[ 135.2] x@y[1168]: `
+
+
+def read_capture(path: Path) -> tuple[dict[str, str], str]:
+    """(header fields, raw capture) of one fixture file."""
+    head, sep, raw = path.read_text().partition("# ---\n")
+    assert sep, f"{path}: no `# ---` line"
+    fields = dict(line[2:].split(": ", 1) for line in head.splitlines())
+    assert set(fields) == set(HEADER) and all(fields.values()), f"{path}: header must name {HEADER}"
+    return fields, raw
+
+
+def _journal(raw: str) -> dict[str, int]:
+    """Messages as `journalctl -o cat` prints them: the syslog/dmesg/console prefix up to `…[PID]: ` is
+    dropped (the probe asks journalctl for PID 1's messages only; other processes' lines never match)."""
+    lines = "".join(_LOG_PREFIX.sub("", line, count=1) + "\n" for line in raw.splitlines())
+    return parse_journal_restarts(probe_filter("restart_tally", lines))
+
+
+def _dpkg_owner(raw: str) -> dict[str, Any]:
+    """`dpkg-query -S PATH` output → the probe's owner pick → the binary's facts."""
+    path = raw.splitlines()[0].rsplit(": ", 1)[1]
+    owner = probe_filter("dpkg_owner_of", raw).strip()
+    block = f"@ {path.rsplit('/', 1)[1]}\nfound=1\npath={path}\n" + (f"dpkg_owner={owner}\n" if owner else "")
+    return parse_binaries(block)[0]
+
+
+def _ethtool(raw: str) -> dict[str, Any]:
+    """`ethtool -i` and/or `ethtool -S` output through the probe's info_lines/stat_lines. The `@ eth0 …`
+    line the probe writes from sysfs is no part of a capture: the feed supplies it (driver=ena)."""
+    info, stats_head, stats = raw.partition("NIC statistics:")
+    body = probe_filter("info_lines", info) + probe_filter("stat_lines", stats_head + stats)
+    return parse_network("@ eth0 driver=ena operstate= mtu=\n" + body)
+
+
+def _proc_stat(raw: str) -> dict[str, Any]:
+    """One /proc/stat sample as the second sample after an all-zero first one (the counters at boot):
+    per-core shares since boot, from however many columns that kernel prints (7 to 10)."""
+    boot = "".join(_NUMBER.sub("0", line) + "\n" for line in raw.splitlines() if line.startswith("cpu"))
+    return parse_cpu(f"ncpu=\nwindow_s=\n--- stat1\n{boot}--- stat2\n{raw}")
+
+
+FEEDS: dict[str, Callable[[str], Any]] = {
+    "systemd_unit_files": parse_unit_files,
+    "systemd_journal": _journal,
+    "os_release": parse_os,
+    "binaries_dpkg_owner": _dpkg_owner,
+    "kernel_log": lambda raw: parse_kernel_log(probe_filter("trouble_lines", raw)),
+    "network_ethtool": _ethtool,
+    "cgroups_proc": lambda raw: parse_cgroups(f"fstype=\nunified_fstype=\n--- proc_cgroups\n{raw}"),
+    "cgroups_v2_stat": lambda raw: parse_cgroups(f"fstype=cgroup2fs\nunified_fstype=\n--- v2_stat\n{raw}"),
+    "cpu_proc_stat": _proc_stat,
+}
+CAPTURES = sorted(REAL.glob("*/*.txt"))
+
+
+def facts_of(path: Path) -> Any:
+    _, raw = read_capture(path)
+    return FEEDS[path.parent.name](raw)
+
+
+def test_every_area_has_a_feed_and_three_captures() -> None:
+    areas = {p.parent.name for p in CAPTURES}
+    assert areas == set(FEEDS)
+    for area in areas:
+        assert sum(p.parent.name == area for p in CAPTURES) >= 3, area
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_real_capture_gives_the_expected_facts(path: Path) -> None:
+    facts = json.loads(json.dumps(facts_of(path)))  # tuples → lists, as stored
+    expected_file = path.with_suffix(".json")
+    if os.environ.get("AMI_AUDITOR_UPDATE_REAL"):
+        expected_file.write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")
+    assert facts == json.loads(expected_file.read_text())
+
+
+# The defects of issue 13, each on a real capture (these failed before the fix: see INDEX.md).
+def test_restart_wordings_of_systemd_215_to_242_each_count_one_restart() -> None:
+    area = REAL / "systemd_journal"
+    assert facts_of(area / "debian8-systemd215-no-holdoff.txt") == {"systemd-journald.service": 1}
+    assert facts_of(area / "al2-admin-container-systemd219-no-holdoff.txt") == {"serial-getty@ttyS0.service": 1}
+    assert facts_of(area / "nixos-1709-systemd234-hold-off-over.txt") == {"gluster-ssl-privkey-key.service": 1}
+    assert facts_of(area / "rkt-stage1-systemd-no-hold-off.txt") == {"systemd-journald.service": 1}
+    # 235+: the hold-off/RestartSec line and `Scheduled restart job` describe one restart, not two
+    assert facts_of(area / "debian10-systemd241-restartsec-expired.txt") == {"xray.service": 1}
+    assert facts_of(area / "centos7-systemd242-restartsec0.txt") == {"getty@tty1.service": 1}
+
+
+def test_dpkg_diversions_and_multi_package_owners_name_the_owning_package() -> None:
+    area = REAL / "binaries_dpkg_owner"
+    assert facts_of(area / "debian-2017-diversion-multi-owner.txt")["package"] == "binutils-multiarch"
+    assert facts_of(area / "ubuntu-2025-diversion-multi-owner.txt")["package"] == "ghostty"
+    assert facts_of(area / "debian9-diversion-multiarch-owner.txt")["package"] == "libgl1-mesa-glx"
+    assert facts_of(area / "debian-usrmerge-diversion-only.txt")["package"] is None
+
+
+def test_cgroup_v2_root_is_the_path_slash_and_counts_come_from_it() -> None:
+    cg = facts_of(REAL / "cgroups_v2_stat" / "kernel611-root-and-system-slice.txt")
+    assert [r["path"] for r in cg["v2"]] == ["/", "system.slice"]
+    assert cg["memory"] == {"num_cgroups": 86, "live": 56, "dying": 30, "source": "nr_dying_subsys_memory"}
+    # a root file cut to its dying count: live unknown, not 1
+    assert facts_of(REAL / "cgroups_v2_stat" / "kernel50-root-dying-only.txt")["memory"] == {
+        "num_cgroups": None, "live": None, "dying": 1000, "source": "nr_dying_descendants"}
+
+
+def test_ena_reset_written_reset_the_device_counts_once() -> None:
+    area = REAL / "kernel_log"
+    assert facts_of(area / "ena-2.4.0g-reset-completed.txt")["events"]["reset_triggered"] == 1
+    assert facts_of(area / "ena-al2-lost-tx-reset.txt")["events"]["reset_triggered"] == 1  # reason + trigger line
+
+
+def test_oom_kill_wordings_of_kernels_3_to_5_and_memcg_are_counted() -> None:
+    area = REAL / "kernel_log"
+    assert facts_of(area / "oom-kernel3-kill-process-sacrifice-child.txt")["events"]["oom_kill"] == 1
+    assert facts_of(area / "oom-memcg-kill-process-centos7.txt")["events"]["oom_kill"] == 1
+    assert facts_of(area / "oom-memcg-killed-process-ubuntu2004.txt")["events"]["oom_kill"] == 1
+    assert facts_of(area / "oom-memcg-ltp-kernel4.txt")["events"]["oom_kill"] == 4
+
+
+def test_list_unit_files_legend_and_footer_are_no_units() -> None:
+    for path in sorted((REAL / "systemd_unit_files").glob("*.txt")):
+        names = [u["name"] for u in facts_of(path)]
+        assert names and all("." in n and n not in ("UNIT", "FILE") for n in names), path
+    assert len(facts_of(REAL / "systemd_unit_files" / "centos7-systemd219.txt")) == 244  # as its footer says
+    assert len(facts_of(REAL / "systemd_unit_files" / "ubuntu1804-systemd237.txt")) == 321
+
+
+def test_the_index_names_every_capture_and_its_source() -> None:
+    index = (REAL / "INDEX.md").read_text()
+    for path in CAPTURES:
+        fields, _ = read_capture(path)
+        assert f"`{path.stem}`" in index and fields["source"] in index, path
