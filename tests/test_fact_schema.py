@@ -5,11 +5,22 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+import pytest
 import yaml
 
-from auditor.collect.schema import fact_paths, is_volatile, lookup, snapshot_json_schema
+from auditor.collect import schema
+from auditor.collect.schema import (
+    SchemaError,
+    drift_level,
+    fact_paths,
+    is_volatile,
+    lookup,
+    parse_schema,
+    snapshot_json_schema,
+)
+from auditor.compare.severity import drift_severity, path_severity
 
-ALLOWED = {"type", "description", "volatile", "key", "items", "fields", "values"}
+ALLOWED = {"type", "description", "volatile", "key", "items", "fields", "values", "drift"}
 TYPES = {"string", "integer", "number", "boolean", "object", "list", "map"}
 
 
@@ -47,3 +58,68 @@ def test_lookup_understands_row_selectors_and_volatility() -> None:
     assert is_volatile("facts.cpu.cores[3].system_pct")  # inherited from the volatile list
     assert lookup("facts.no.such.fact") is None
     assert len(fact_paths()) > 150
+
+
+@pytest.mark.parametrize(("path", "severity"), [
+    ("facts.binaries[kubelet].sha256", "high"),
+    ("facts.binaries[kubelet].source_host", "high"),
+    ("facts.binaries[kubelet]", "high"),  # a whole row: the list's own level
+    ("facts.binaries[kubelet].version", "medium"),
+    ("facts.binaries[kubelet].size", "low"),  # undeclared
+    ("facts.binaries[kubelet].evidence[0].url", "low"),
+    ("facts.systemd.enabled_units[ecs.service]", "high"),  # enablement
+    ("facts.systemd.units[ecs.service].health", "medium"),
+    ("facts.kernel.sysctls[vm.swappiness]", "medium"),
+    ("facts.kernel.sysctls", "low"),  # a map's level is its entries', not the whole map's
+    ("facts.packages.items[bash].version", "medium"),
+    ("facts.cgroups.mode", "high"),
+    ("facts.cpu.model", "low"),
+    ("facts.no.such.fact", "low"),
+])
+def test_drift_severity_is_read_from_facts_yaml(path: str, severity: str) -> None:
+    assert path_severity(path) == severity
+
+
+def test_enablement_direction_decides_the_severity() -> None:
+    path = "facts.systemd.unit_files[ecs.service].state"
+    assert drift_level(path) == "enablement"
+    assert drift_severity(path, "changed", "disabled", "enabled") == "high"
+    assert drift_severity(path, "changed", "enabled", "disabled") == "medium"
+    assert drift_severity("facts.systemd.enabled_units[x]", "removed", True, None) == "medium"
+    assert drift_severity("facts.systemd.enabled_units[x]", "added", None, True) == "high"
+
+
+def test_changing_the_data_changes_the_severity(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = resources.files("auditor.collect").joinpath("facts.yaml").read_text()
+    text = text.replace("id: {type: string, drift: medium, description: os-release ID}",
+                        "id: {type: string, drift: critical, description: os-release ID}")
+    tree = parse_schema(text)
+    paths: dict = {}
+
+    def walk(spec: schema.FactSpec) -> None:
+        paths[spec.path] = spec
+        for child in spec.children.values():
+            walk(child)
+
+    walk(tree)
+    monkeypatch.setattr(schema, "fact_paths", lambda: paths)
+    drift_level.cache_clear()
+    try:
+        assert path_severity("facts.os.id") == "critical"
+    finally:
+        drift_level.cache_clear()
+
+
+@pytest.mark.parametrize(("decl", "words"), [
+    ("facts:\n  os:\n    id: {type: string, drift: urgent, description: x}\n", "facts.os.id: drift 'urgent'"),
+    ("facts:\n  os:\n    up: {type: number, volatile: true, drift: high, description: x}\n",
+     "facts.os.up: a volatile fact never drifts"),
+    ("facts:\n  os:\n    id: {type: string, severity: high, description: x}\n", "unknown key(s) severity"),
+    ("facts:\n  os:\n    id: {type: strin, description: x}\n", "unknown type 'strin'"),
+    ("facts:\n  l:\n    type: list\n    volatile: true\n    items:\n      n: {type: string, drift: low}\n",
+     "facts.l[].n: a volatile fact never drifts"),
+])
+def test_a_malformed_schema_is_refused_at_load_naming_the_path(decl: str, words: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        parse_schema(decl)
+    assert words in str(info.value)

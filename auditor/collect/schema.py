@@ -1,10 +1,13 @@
-"""The fact schema (facts.yaml) as data: paths, types, keys, volatility, and the JSON Schema.
+"""The fact schema (facts.yaml) as data: paths, types, keys, volatility, drift severity, and the JSON Schema.
 
 Paths use dots for fields and `[]` for list items, e.g. `facts.systemd.units[].restarts`.
+The file is checked when it loads (known types and keys, a valid `drift`): a mistake is a SchemaError
+naming the path, never a fact silently treated as something else.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -13,8 +16,18 @@ from typing import Any
 import yaml
 
 from .. import SNAPSHOT_SCHEMA
+from ..models import SEVERITIES
 
 SCALARS = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
+TYPES = frozenset({*SCALARS, "object", "list", "map"})
+KEYS = frozenset({"type", "description", "volatile", "key", "items", "fields", "values", "drift"})
+ENABLEMENT = "enablement"  # drift: newly enabled is high, other changes medium, added/removed disabled low
+DRIFT_LEVELS = (*SEVERITIES, ENABLEMENT)
+_SELECTOR = re.compile(r"\[[^\]]*\]")
+
+
+class SchemaError(ValueError):
+    """facts.yaml is malformed (a packaging or development mistake: exit 4, not bad user input)."""
 
 
 @dataclass(frozen=True)
@@ -29,17 +42,39 @@ class FactSpec:
     items: str | None = None  # scalar item type for lists of scalars
     values: str | None = None  # value type for maps
     children: dict[str, FactSpec] = field(default_factory=dict)
+    drift: str | None = None  # severity of a difference here (on a list/map: of a whole row/entry)
 
 
 def _is_leaf(decl: Any) -> bool:
     return isinstance(decl, dict) and isinstance(decl.get("type"), str)
 
 
+def _check(path: str, decl: dict[str, Any], volatile: bool) -> None:
+    """One declaration's keys, type and drift level (SchemaError naming the path)."""
+    where = f"facts.yaml: {path or '(root)'}"
+    unknown = sorted(set(decl) - KEYS)
+    if unknown:
+        raise SchemaError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(KEYS))})")
+    if decl["type"] not in TYPES:
+        raise SchemaError(f"{where}: unknown type {decl['type']!r} (one of {', '.join(sorted(TYPES))})")
+    drift = decl.get("drift")
+    if drift is not None:
+        if drift not in DRIFT_LEVELS:
+            raise SchemaError(f"{where}: drift {drift!r} is not one of {', '.join(DRIFT_LEVELS)}")
+        if volatile:
+            raise SchemaError(f"{where}: a volatile fact never drifts; remove drift: {drift}")
+    if decl["type"] == "object" and not isinstance(decl.get("fields"), dict):
+        raise SchemaError(f"{where}: an object needs fields")
+
+
 def _build(path: str, decl: dict[str, Any], inherited_volatile: bool = False) -> FactSpec:
+    if not isinstance(decl, dict):
+        raise SchemaError(f"facts.yaml: {path or '(root)'}: expected a mapping, not {type(decl).__name__}")
     if not _is_leaf(decl):  # a plain group of fields
         group = {k: _build(f"{path}.{k}" if path else k, v, inherited_volatile) for k, v in decl.items()}
         return FactSpec(path, "object", volatile=inherited_volatile, children=group)
     volatile = bool(decl.get("volatile")) or inherited_volatile
+    _check(path, decl, volatile)
     kind = decl["type"]
     children: dict[str, FactSpec] = {}
     items = None
@@ -59,14 +94,19 @@ def _build(path: str, decl: dict[str, Any], inherited_volatile: bool = False) ->
         items=items,
         values=decl.get("values"),
         children=children,
+        drift=decl.get("drift"),
     )
+
+
+def parse_schema(text: str) -> FactSpec:
+    """A facts.yaml text → its checked tree (SchemaError if malformed)."""
+    return _build("", yaml.safe_load(text))
 
 
 @lru_cache(maxsize=1)
 def fact_tree() -> FactSpec:
     """The whole declared tree (root has children `host` and `facts`)."""
-    text = resources.files("auditor.collect").joinpath("facts.yaml").read_text(encoding="utf-8")
-    return _build("", yaml.safe_load(text))
+    return parse_schema(resources.files("auditor.collect").joinpath("facts.yaml").read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=1)
@@ -86,9 +126,23 @@ def fact_paths() -> dict[str, FactSpec]:
 
 def lookup(path: str) -> FactSpec | None:
     """Spec for a path; `[...]` selectors such as `units[ecs.service]` or `units[0]` count as `[]`."""
-    import re
+    return fact_paths().get(_SELECTOR.sub("[]", path))
 
-    return fact_paths().get(re.sub(r"\[[^\]]*\]", "[]", path))
+
+@lru_cache(maxsize=4096)
+def drift_level(path: str) -> str | None:
+    """The declared `drift` of a path (a severity or `enablement`); None when undeclared.
+
+    A list's or map's own level applies to its rows/entries (`facts.binaries[kubelet]`,
+    `facts.systemd.enabled_units[x]`, `facts.kernel.sysctls[vm.swappiness]`), not to the whole collection."""
+    normal = _SELECTOR.sub("[]", path)
+    if normal.endswith("[]"):
+        owner = fact_paths().get(normal[:-2])
+        return owner.drift if owner is not None and owner.type in ("list", "map") else None
+    spec = fact_paths().get(normal)
+    if spec is None or spec.type in ("list", "map"):
+        return None
+    return spec.drift
 
 
 def is_volatile(path: str) -> bool:

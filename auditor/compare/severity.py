@@ -1,7 +1,8 @@
 """How much a fact matters: drift severity per path and the order facts are ranked in.
 
-Data, not code: a newly enabled unit or a changed binary hash/source is high, a package version
-change is medium, and facts with no rule below are low.
+The severity is data: each fact's `drift` in auditor/collect/facts.yaml (a newly enabled unit or a
+changed binary hash/source is high, a package version change is medium, undeclared facts are low).
+This module only applies the direction rules (newly enabled vs disabled; a whole added/removed row).
 """
 
 from __future__ import annotations
@@ -9,25 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..collect.schema import ENABLEMENT, drift_level
 from ..models import severity_rank
 from .normalize import split_path
-
-# (pattern on the fact path, severity when it drifts). First match wins.
-PATH_SEVERITY: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), s) for p, s in (
-    (r"^facts\.systemd\.(unit_files\[[^\]]+\]\.state|enabled_units\[[^\]]+\]|units\[[^\]]+\]\.unit_file_state)$",
-     "high"),
-    (r"^facts\.binaries\[[^\]]+\](\.(sha256|source_url|source_host|package|found))?$", "high"),
-    (r"^facts\.cgroups\.mode$", "high"),
-    (r"^facts\.binaries\[[^\]]+\]\.(version|path|realpath|package_version|owner_user|mode)$", "medium"),
-    (r"^facts\.kernel\.(release|cmdline|thp_enabled|thp_defrag|hugepages_total|nvidia_driver)$", "medium"),
-    (r"^facts\.kernel\.sysctls\[", "medium"),
-    (r"^facts\.packages\.items\[", "medium"),
-    (r"^facts\.ecs\.(cluster_configured|cluster|config_present)$", "medium"),
-    (r"^facts\.network\.ena\.", "medium"),
-    (r"^facts\.os\.", "medium"),
-    (r"^facts\.systemd\.units\[[^\]]+\]\.(health|load_state)$", "medium"),
-    (r"^facts\.systemd\.version$", "medium"),
-))
 
 # Within one subject (a unit, a binary), the fact that best names the cause comes first.
 FIELD_PRIORITY: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
@@ -42,16 +27,15 @@ FIELD_PRIORITY: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
 ))
 
 ENABLED_STATES = frozenset({"enabled", "enabled-runtime", True})
-_ENABLEMENT = re.compile(r"^facts\.systemd\.(unit_files\[[^\]]+\]\.state|enabled_units\[[^\]]+\]|"
-                         r"units\[[^\]]+\]\.unit_file_state)$")
 
 
 def path_severity(path: str) -> str:
-    """How much a difference at `path` matters, whatever its direction."""
-    for pattern, severity in PATH_SEVERITY:
-        if pattern.search(path):
-            return severity
-    return "low"
+    """How much a difference at `path` matters, whatever its direction: its `drift` in facts.yaml
+    (an enablement state counts as high), low when undeclared."""
+    level = drift_level(path)
+    if level == ENABLEMENT:
+        return "high"
+    return level or "low"
 
 
 def drift_severity(path: str, kind: str, expected: Any, actual: Any) -> str:
@@ -66,7 +50,7 @@ def drift_severity(path: str, kind: str, expected: Any, actual: Any) -> str:
                                      None if kind == "added" else v, v if kind == "added" else None)
                       for f, v in row.items()]
         return max(severities, key=severity_rank, default=path_severity(path))
-    if _ENABLEMENT.search(path):  # newly enabled is high; other enablement changes are worth a look
+    if drift_level(path) == ENABLEMENT:  # newly enabled is high; other enablement changes are worth a look
         if actual in ENABLED_STATES and expected not in ENABLED_STATES:
             return "high"
         return "medium" if kind == "changed" or expected in ENABLED_STATES else "low"
