@@ -9,13 +9,14 @@ from typing import Any
 from .parsers.binaries import parse_binaries
 from .parsers.cgroups import parse_cgroups
 from .parsers.cpu import parse_cpu
+from .parsers.cpu_stack import parse_cpu_stack
 from .parsers.ecs import parse_ecs
 from .parsers.kernel import parse_kernel
 from .parsers.network import parse_network
 from .parsers.os_release import parse_os
 from .parsers.packages import parse_packages
 from .parsers.systemd import parse_systemd
-from .sections import Section, TamperedOutput
+from .sections import Section, TamperedOutput, kv_lines
 
 # Section statuses for "this facility is not on the host" (e.g. no systemctl; the probe and the image
 # reader) and for "a runtime fact, not applicable to an unbooted image" (the image reader only:
@@ -57,6 +58,8 @@ COLLECTORS: dict[str, Collector] = {
         Collector("ecs", ("ecs",), (), parse_ecs),
         Collector("network", ("network",), ("kernel_log",), parse_network),
         Collector("cpu", ("cpu",), (), parse_cpu),
+        Collector("cpu_stack", ("cpu_stack",), ("cpu",), parse_cpu_stack,
+                  "kernel stacks not available on this host"),
         Collector("packages", ("packages",), (), parse_packages, "no dpkg or rpm"),
     )
 }
@@ -95,7 +98,8 @@ def run_collector(collector: Collector, sections: dict[str, Section]) -> Collect
             return Collected(error=f"probe section {name!r} was cut off (output truncated or probe killed)",
                              failed=True)
         if section.rc == RC_NOT_AVAILABLE:
-            return Collected(error=collector.unavailable)
+            reason = (kv_lines(section.body).get("reason") or "")[:200]
+            return Collected(error=f"{collector.unavailable}: {reason}" if reason else collector.unavailable)
         if section.rc == RC_OFFLINE:
             return Collected(error=NOT_APPLICABLE_IMAGE, not_applicable=True)
         if section.rc != 0:

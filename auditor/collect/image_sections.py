@@ -23,7 +23,7 @@ from .collectors import RC_NOT_AVAILABLE, RC_OFFLINE
 from .image_packages import Packages
 from .image_units import list_unit_files
 
-RUNTIME = ("cloudinit", "imds", "sysctl", "cgroups", "network", "kernel_log", "cpu")
+RUNTIME = ("cloudinit", "imds", "sysctl", "cgroups", "network", "kernel_log", "cpu", "cpu_stack")
 SMALL_CAP = 1 << 20  # identity files, os-release, eks release, ecs config
 LOG_CAP = 32 << 20  # logs and user data searched for download URLs
 HASH_CAP = 1 << 30  # a larger "binary" is not hashed
@@ -244,6 +244,7 @@ class ImageSections:
             ("network", lambda: ("", RC_OFFLINE)),
             ("kernel_log", lambda: ("", RC_OFFLINE)),
             ("cpu", lambda: ("", RC_OFFLINE)),
+            ("cpu_stack", lambda: ("", RC_OFFLINE)),
             ("packages", self.packages.section),
         ]
         out = []

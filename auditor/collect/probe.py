@@ -24,6 +24,8 @@ CLEAN_PATH = rf"(?:/{SEGMENT})+"  # absolute, no `//`, no trailing `/`, no `.`/`
 _NAME = re.compile(rf"^{NAME}$")
 _PATH = re.compile(rf"^{CLEAN_PATH}$")
 EXEC_VERSIONS_FLAG = "--exec-versions"
+DEEP_CPU_FLAG = "--deep-cpu"  # `--deep cpu`: perf kernel stacks of the hottest core (probe's cpu_stack section)
+PROBE_FLAGS = (EXEC_VERSIONS_FLAG, DEEP_CPU_FLAG)
 
 
 @lru_cache(maxsize=1)
@@ -45,6 +47,16 @@ def validate_binaries(names: list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
-def probe_args(binaries: list[str], exec_versions: bool = False) -> list[str]:
-    """The probe's argument list: `--exec-versions` (opt-in) before the validated binaries."""
-    return ([EXEC_VERSIONS_FLAG] if exec_versions else []) + list(binaries)
+def probe_args(binaries: list[str], exec_versions: bool = False, deep_cpu: bool = False) -> list[str]:
+    """The probe's argument list: the opt-in flags (`--exec-versions`, `--deep-cpu`) before the validated
+    binaries."""
+    flags = [flag for flag, on in ((EXEC_VERSIONS_FLAG, exec_versions), (DEEP_CPU_FLAG, deep_cpu)) if on]
+    return flags + list(binaries)
+
+
+def split_probe_args(args: list[str]) -> tuple[frozenset[str], list[str]]:
+    """(the opt-in flags, the binaries) of a probe argument list made by `probe_args`."""
+    n = 0
+    while n < len(args) and args[n] in PROBE_FLAGS:
+        n += 1
+    return frozenset(args[:n]), list(args[n:])

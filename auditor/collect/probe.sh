@@ -2,7 +2,7 @@
 # Its first line, added by the scanner, is `AMI_NONCE=<32 hex>`: a per-run secret every marker carries
 # (auditor/collect/framing.py), so nothing a host prints can open, close or replace a section.
 # It audits only the live host it runs on (images are read in Python, confined to their root:
-# auditor/collect/image_sections.py). Arguments: [--exec-versions] then names or absolute paths of key
+# auditor/collect/image_sections.py). Arguments: [--exec-versions] [--deep-cpu] then names or absolute paths of key
 # binaries (validated by the caller); any other option (such as the retired --root DIR) is refused like a
 # missing nonce: nothing on stdout, status 64.
 # Binaries are fingerprinted, never run, unless --exec-versions (then only root-owned, root-only-writable
@@ -21,7 +21,14 @@ if [ "${#N}" -ne 32 ]; then
   exit 64
 fi
 EXEC=0
-if [ "${1:-}" = "--exec-versions" ]; then EXEC=1; shift; fi
+DEEP_CPU=0
+while :; do  # opt-in flags, in any order, before the binaries
+  case ${1:-} in
+    --exec-versions) EXEC=1; shift ;;
+    --deep-cpu) DEEP_CPU=1; shift ;;
+    *) break ;;
+  esac
+done
 for a in "$@"; do  # binary names and paths only: a validated one never starts with `-`
   case $a in -*)
     printf 'ami-auditor probe: unknown option %s (it audits only the host it runs on); refusing to run\n' "$a" >&2
@@ -49,7 +56,9 @@ one() { oneline "$1"; echo; }  # one TEXT: TEXT as exactly one line
 put() { printf '%s=' "$1"; one "$2"; }  # put KEY VALUE: one `KEY=VALUE` line, whatever VALUE holds
 UNIT_FILES=
 CPU_A=
+CPU_B=
 CPU_TA=
+CPU_THREADS=
 CPU_T0=0
 run() { # run NAME FUNC: one bounded section, stderr kept out of the parsed stream
   sec "$1"; "$2"; end "$1" "$?"
@@ -368,13 +377,13 @@ s_cpu() {
   grep -m 1 '^model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: */model=/'
   rest=$(awk -v t0="$CPU_T0" '{ r = 1.05 - ($1 - t0); if (r > 0) printf "%.2f", r; else print 0 }' /proc/uptime)
   [ "$rest" != 0 ] && sleep "$rest"
-  b=$(grep '^cpu' /proc/stat)
+  CPU_B=$(grep '^cpu' /proc/stat)
   tb=$(grep -H '' /proc/[0-9]*/task/[0-9]*/stat 2>/dev/null)
   awk -v t0="$CPU_T0" '{ printf "window_s=%.2f\n", $1 - t0 }' /proc/uptime
   echo '--- stat1'; printf '%s\n' "$CPU_A"
-  echo '--- stat2'; printf '%s\n' "$b"
+  echo '--- stat2'; printf '%s\n' "$CPU_B"
   echo '--- threads'
-  printf '%s\n@@\n%s\n' "$CPU_TA" "$tb" | awk '
+  CPU_THREADS=$(printf '%s\n@@\n%s\n' "$CPU_TA" "$tb" | awk '
     function parse(line,   p, k, r, rest, f, head) {
       p = 0; r = line
       while ((k = index(substr(r, p + 1), ")")) > 0) p += k
@@ -399,7 +408,48 @@ s_cpu() {
       if (f == last) { rec = rec "?" substr($0, k + 1); next }
       take(rec); rec = $0; last = f
     }
-    END { take(rec) }'
+    END { take(rec) }')
+  [ -n "$CPU_THREADS" ] && printf '%s\n' "$CPU_THREADS"
+  return 0
+}
+
+s_cpu_stack() {
+  # Opt-in (--deep-cpu): kernel stacks on the core with the most system time in the cpu section's window
+  # (and its busiest thread), sampled by perf for 0.5 s at low priority; top kernel functions, capped.
+  # Status 3 (not available) when perf is missing, not safe to run, or gets no samples.
+  if [ "$DEEP_CPU" != 1 ]; then echo requested=0; return 0; fi
+  echo requested=1
+  pf=$(command -v perf 2>/dev/null)
+  [ -n "$pf" ] || { echo 'reason=perf is not installed'; return 3; }
+  why=$(exec_refusal "$pf")
+  [ -z "$why" ] || { put reason "perf not run: $why"; return 3; }
+  core=$(printf '%s\n@@\n%s\n' "$CPU_A" "$CPU_B" | awk '
+    $1 == "@@" { second = 1; next }
+    $1 ~ /^cpu[0-9]+$/ { if (!second) s0[$1] = $4; else if ($1 in s0 && ($4 - s0[$1]) > best) { best = $4 - s0[$1]; c = $1 } }
+    END { if (c != "") print substr(c, 4) }')
+  case $core in ''|*[!0-9]*) echo 'reason=no per-core CPU samples to pick a hot core'; return 3 ;; esac
+  tid=$(printf '%s\n' "$CPU_THREADS" | awk -v c="$core" '$3 == c && $5 > best { best = $5; t = $2 } END { print t }')
+  case $tid in *[!0-9]*) tid= ;; esac
+  echo "core=$core"
+  [ -n "$tid" ] && echo "busiest_tid=$tid"
+  out=$(T 5 nice -n 19 "$pf" record -q -B -N -e cpu-clock -F 499 -g -C "$core" -o - -- sleep 0.5 2>/dev/null |
+    T 5 nice -n 19 "$pf" script -i - -F ip,sym,dso 2>/dev/null | awk '
+    function flush(  f) {
+      if (n) { samples++; if (leaf != "") { ks++; self[leaf]++ }; for (f in seen) incl[f]++; memcg += memcg_hit }
+      n = 0; leaf = ""; memcg_hit = 0; split("", seen)
+    }
+    NF == 0 { flush(); next }
+    { n++; if ($NF == "([kernel.kallsyms])" && NF >= 3) { f = substr($2, 1, 120); if (leaf == "") leaf = f; seen[f] = 1 } }
+    NF >= 3 && $NF == "([kernel.kallsyms])" && ($2 ~ /mem_cgroup|memcg/) { memcg_hit = 1 }
+    END {
+      flush(); print "samples=" samples + 0; print "kernel_samples=" ks + 0; print "memcg_samples=" memcg + 0
+      for (f in self) print "self", self[f], f
+      for (f in incl) print "incl", incl[f], f
+    }' | sort -k1,1 -k2,2nr | awk '$1 != last { c = 0; last = $1 } ++c <= 20')
+  case $NL$out$NL in
+    *"${NL}samples=0$NL"*) echo 'reason=perf took no samples (perf_event_open not permitted here?)'; return 3 ;;
+  esac
+  printf '%s\n' "$out"
   return 0
 }
 
@@ -435,6 +485,7 @@ run ecs s_ecs
 run network s_network
 run kernel_log s_kernel_log
 run cpu s_cpu
+run cpu_stack s_cpu_stack
 run packages s_packages
 sec cost; times; end cost 0  # CPU the probe spent here: shell, then children (user sys)
 printf '@@AMI-AUDITOR-DONE %s@@\n' "$N"

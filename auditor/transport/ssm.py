@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..collect.framing import new_nonce, nonce_of
-from ..collect.probe import EXEC_VERSIONS_FLAG
+from ..collect.probe import DEEP_CPU_FLAG, EXEC_VERSIONS_FLAG, split_probe_args
 from ..errors import AuthFailed, ProbeTimeout, TransportError, Unreachable
 from ..models import CommandResult, HostSpec
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
@@ -217,8 +217,9 @@ class SSMBatch:
         self.settings = settings
         self.fixed_nonce = nonce_of(script)
         self.script = script.split("\n", 1)[1] if self.fixed_nonce else script
-        self.exec_versions = bool(args) and args[0] == EXEC_VERSIONS_FLAG
-        self.args = args[1:] if self.exec_versions else args
+        flags, self.args = split_probe_args(args)
+        self.exec_versions = EXEC_VERSIONS_FLAG in flags
+        self.deep_cpu = DEEP_CPU_FLAG in flags
         self.nonces: dict[str, str] = {}  # command id → the nonce it was sent with
         self.deadline_s = deadline_s
         self.exec_timeout = max(1, math.ceil(deadline_s))
@@ -339,7 +340,8 @@ class SSMBatch:
         kwargs: dict[str, Any] = {"TimeoutSeconds": delivery_timeout, "Comment": "ami-auditor probe (read-only)"}
         if self.settings.document is None:
             kwargs["DocumentName"] = RUN_SHELL_SCRIPT
-            commands = wrapper_script(self.script, self.args, nonce, self.exec_versions).splitlines()
+            commands = wrapper_script(self.script, self.args, nonce, self.exec_versions,
+                                      self.deep_cpu).splitlines()
             kwargs["Parameters"] = {"commands": commands, "executionTimeout": [str(self.exec_timeout)]}
         else:
             kwargs["DocumentName"] = self.settings.document
@@ -347,6 +349,8 @@ class SSMBatch:
             kwargs["Parameters"] = {"binaries": [" ".join(self.args)], "nonce": [nonce],
                                     "execVersions": ["yes" if self.exec_versions else "no"],
                                     "executionTimeout": [str(self.exec_timeout)]}
+            if self.deep_cpu:  # only when asked: a document installed before deepCpu existed still works
+                kwargs["Parameters"]["deepCpu"] = ["yes"]
         if self.settings.s3_bucket:
             kwargs["OutputS3BucketName"] = self.settings.s3_bucket
             kwargs["OutputS3KeyPrefix"] = self.settings.s3_prefix

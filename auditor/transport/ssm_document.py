@@ -10,6 +10,8 @@ The document (schema 2.2, one `aws:runShellScript` step) carries the probe base6
   line of its stdin (`AMI_NONCE=…`), never as an argument; same ENV_VAR style;
 - `execVersions`: `yes` lets the probe run `--version` of root-only binaries (`--exec-versions`), `no`
   (default) never runs them; same ENV_VAR style;
+- `deepCpu`: `yes` samples the hottest core's kernel stacks with perf (`--deep-cpu`), `no` (default);
+  same ENV_VAR style;
 - `executionTimeout`: seconds, used as the step's `timeoutSeconds`.
 
 The script prints `HEADER`, then the probe's stdout (plus an exit-status trailer) gzip-compressed and
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..collect.framing import NONCE_RE
-from ..collect.probe import CLEAN_PATH, EXEC_VERSIONS_FLAG, NAME
+from ..collect.probe import CLEAN_PATH, DEEP_CPU_FLAG, EXEC_VERSIONS_FLAG, NAME
 from .base import DEFAULT_MAX_OUTPUT
 
 DOCUMENT_NAME = "AmiAuditor-Probe"
@@ -64,6 +66,7 @@ set -f
 set -- $SSM_binaries
 set +f
 if [ "$SSM_execVersions" = yes ]; then set -- {EXEC_VERSIONS_FLAG} "$@"; fi
+if [ "${{SSM_deepCpu:-no}}" = yes ]; then set -- {DEEP_CPU_FLAG} "$@"; fi
 if command -v gzip >/dev/null 2>&1; then
   echo "{HEADER} gzip-base64"
   ami_auditor_probe "$@" | gzip -c | base64 | tr -d '\\n'
@@ -77,7 +80,7 @@ exit 0"""
 
 _DOC_FALLBACK = "\n".join(
     f"if [ -z \"${{SSM_{name}+x}}\" ]; then SSM_{name}='{{{{ {name} }}}}'; fi"
-    for name in ("binaries", "nonce", "execVersions"))
+    for name in ("binaries", "nonce", "execVersions", "deepCpu"))
 
 
 def probe_sha256(script: str) -> str:
@@ -85,9 +88,9 @@ def probe_sha256(script: str) -> str:
 
 
 def wrapper_script(probe: str, binaries: list[str] | None = None, nonce: str | None = None,
-                   exec_versions: bool = False) -> str:
-    """The shell text SSM runs. With `binaries` (AWS-RunShellScript mode) they, the framing `nonce` and
-    `exec_versions` are set here, quoted; without, they come from the document's parameters."""
+                   exec_versions: bool = False, deep_cpu: bool = False) -> str:
+    """The shell text SSM runs. With `binaries` (AWS-RunShellScript mode) they, the framing `nonce`,
+    `exec_versions` and `deep_cpu` are set here, quoted; without, they come from the document's parameters."""
     b64 = "\n".join(textwrap.wrap(base64.b64encode(probe.encode()).decode(), 76))
     if binaries is None:
         head = _DOC_FALLBACK
@@ -95,7 +98,8 @@ def wrapper_script(probe: str, binaries: list[str] | None = None, nonce: str | N
         if nonce is None or not NONCE_RE.match(nonce):
             raise ValueError("AWS-RunShellScript mode needs the run's framing nonce")
         head = "\n".join(["SSM_binaries=" + shlex.quote(" ".join(binaries)), "SSM_nonce=" + shlex.quote(nonce),
-                          "SSM_execVersions=" + ("yes" if exec_versions else "no")])
+                          "SSM_execVersions=" + ("yes" if exec_versions else "no"),
+                          "SSM_deepCpu=" + ("yes" if deep_cpu else "no")])
     return "\n".join(["#!/bin/sh", f"# ami-auditor probe sha256:{probe_sha256(probe)}", head,
                       _PROBE_FN.format(b64=b64), _MAIN]) + "\n"
 
@@ -125,6 +129,14 @@ def document_content(probe: str, default_binaries: list[str]) -> dict[str, Any]:
                 "type": "String",
                 "description": "yes: run `--version` of root-owned, root-only-writable binaries; no (default): "
                                "never run any binary.",
+                "default": "no",
+                "allowedPattern": EXEC_VERSIONS_PATTERN,
+                "interpolationType": "ENV_VAR",
+            },
+            "deepCpu": {
+                "type": "String",
+                "description": "yes: sample the hottest core's kernel stacks with perf for 0.5 s (--deep cpu); "
+                               "no (default): do not.",
                 "default": "no",
                 "allowedPattern": EXEC_VERSIONS_PATTERN,
                 "interpolationType": "ENV_VAR",
