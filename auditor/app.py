@@ -24,12 +24,13 @@ def collect_host(
     binaries: Iterable[str] = DEFAULT_BINARIES,
     deadline_s: float = DEFAULT_DEADLINE_S,
     exec_versions: bool = False,
+    deep_cpu: bool = False,
 ) -> HostResult:
     """Run the probe once on one host; every failure becomes the host's status, never an exception.
 
     The probe gets a fresh framing nonce (collect/framing.py) as its script's first line."""
     started = time.monotonic()
-    args = probe_args(validate_binaries(list(binaries)), exec_versions)
+    args = probe_args(validate_binaries(list(binaries)), exec_versions, deep_cpu)
     nonce = new_nonce()
     try:
         transport = open_transport(spec)
@@ -51,13 +52,14 @@ def collect_ssm(
     deadline_s: float = DEFAULT_DEADLINE_S,
     notes: list[str] | None = None,
     exec_versions: bool = False,
+    deep_cpu: bool = False,
 ) -> list[HostResult]:
     """All ssm:// hosts in one batch: one SendCommand per ≤ 50 instances, or one tag-targeted command
     (transport/ssm.py); run-wide remarks go to `notes`. Each SendCommand gets its own framing nonce."""
     from .transport.ssm import run_ssm_batch
 
     started = time.monotonic()
-    args = probe_args(validate_binaries(list(binaries)), exec_versions)
+    args = probe_args(validate_binaries(list(binaries)), exec_versions, deep_cpu)
     outcomes = run_ssm_batch(specs, probe_script(), args, deadline_s, notes)
     results = []
     for spec, outcome in zip(specs, outcomes):
@@ -80,6 +82,7 @@ def collect_hosts(
     progress: ProgressFn | None = None,
     notes: list[str] | None = None,
     exec_versions: bool = False,
+    deep_cpu: bool = False,
 ) -> list[HostResult]:
     """Collect many hosts with at most `parallel` at once; results keep the input order.
 
@@ -92,10 +95,11 @@ def collect_hosts(
     rest = [i for i in range(len(specs)) if i not in ssm_set]
 
     def one(index: int) -> list[tuple[int, HostResult]]:
-        return [(index, collect_host(specs[index], binaries, deadline_s, exec_versions))]
+        return [(index, collect_host(specs[index], binaries, deadline_s, exec_versions, deep_cpu))]
 
     def ssm_batch() -> list[tuple[int, HostResult]]:
-        return list(zip(ssm, collect_ssm([specs[i] for i in ssm], binaries, deadline_s, notes, exec_versions)))
+        return list(zip(ssm, collect_ssm([specs[i] for i in ssm], binaries, deadline_s, notes, exec_versions,
+                                           deep_cpu)))
 
     # The SSM batch (its own polling threads) runs beside the other hosts, not before them: an SSM fault
     # (throttling, an agent that never answers) must not hold every SSH host until its deadline passes.

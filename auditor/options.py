@@ -56,6 +56,7 @@ class TargetOptions:
     deadline_s: float = DEFAULT_DEADLINE_S
     binaries: tuple[str, ...] = DEFAULT_BINARIES
     exec_versions: bool = False
+    deep_cpu: bool = False  # --deep cpu: perf kernel stacks of the hottest core
     aws: AwsOptions = field(default_factory=AwsOptions)
 
 

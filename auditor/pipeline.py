@@ -70,7 +70,8 @@ def collect(plan: ScanPlan, env: Env, notes: list[str]) -> list[HostResult]:
     """Reach every host (bounded concurrency) and collect its snapshot; errors redacted."""
     t = plan.targets
     results = collect_hosts(list(plan.specs), parallel=t.parallel, binaries=t.binaries, deadline_s=t.deadline_s,
-                            progress=progress_printer(env), notes=notes, exec_versions=t.exec_versions)
+                            progress=progress_printer(env), notes=notes, exec_versions=t.exec_versions,
+                            deep_cpu=t.deep_cpu)
     return redact_errors(results)
 
 

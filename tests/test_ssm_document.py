@@ -39,13 +39,15 @@ def test_document_is_small_and_names_only_its_parameters() -> None:
     doc = json.loads(text)
     refs = set(re.findall(r"\{\{\s*([\w:.-]+)\s*\}\}", json.dumps(doc["mainSteps"])))
     # the probe's own {{…}} are hidden in base64
-    assert refs == {"executionTimeout", "binaries", "nonce", "execVersions"}
-    for name in ("binaries", "nonce", "execVersions"):
+    assert refs == {"executionTimeout", "binaries", "nonce", "execVersions", "deepCpu"}
+    for name in ("binaries", "nonce", "execVersions", "deepCpu"):
         assert doc["parameters"][name]["interpolationType"] == "ENV_VAR"
     nonce = doc["parameters"]["nonce"]
     assert nonce["allowedPattern"] == "^[0-9a-f]{32}$" and "default" not in nonce  # required
     assert doc["parameters"]["execVersions"] == {**doc["parameters"]["execVersions"], "default": "no",
                                                  "allowedPattern": "^(yes|no)$"}
+    assert doc["parameters"]["deepCpu"] == {**doc["parameters"]["deepCpu"], "default": "no",
+                                            "allowedPattern": "^(yes|no)$"}
     assert document_probe_sha256(text) == probe_sha256(probe_script())
 
 
@@ -74,6 +76,17 @@ def test_exec_versions_parameter_becomes_the_probe_flag() -> None:
     script = wrapper_script('echo "args=$*"\n')
     assert decode_output(_run(script, "runc", SSM_execVersions="yes")).stdout == "args=--exec-versions runc\n"
     assert decode_output(_run(script, "runc", SSM_execVersions="no")).stdout == "args=runc\n"
+
+
+def test_deep_cpu_parameter_becomes_the_probe_flag() -> None:
+    script = wrapper_script('echo "args=$*"\n')
+    out = _run(script, "runc", SSM_execVersions="yes", SSM_deepCpu="yes")
+    assert decode_output(out).stdout == "args=--deep-cpu --exec-versions runc\n"
+    assert decode_output(_run(script, "runc", SSM_deepCpu="no")).stdout == "args=runc\n"
+    inline = wrapper_script('echo "args=$*"\n', ["runc"], NONCE, deep_cpu=True)
+    out = subprocess.run(["/bin/sh", "-c", inline], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                         check=True).stdout
+    assert decode_output(out).stdout == "args=--deep-cpu runc\n"
 
 
 def test_run_shell_script_mode_sets_nonce_and_flag_inline_quoted() -> None:

@@ -430,24 +430,28 @@ s_cpu_stack() {
   case $core in ''|*[!0-9]*) echo 'reason=no per-core CPU samples to pick a hot core'; return 3 ;; esac
   tid=$(printf '%s\n' "$CPU_THREADS" | awk -v c="$core" '$3 == c && $5 > best { best = $5; t = $2 } END { print t }')
   case $tid in *[!0-9]*) tid= ;; esac
-  echo "core=$core"
-  [ -n "$tid" ] && echo "busiest_tid=$tid"
-  out=$(T 5 nice -n 19 "$pf" record -q -B -N -e cpu-clock -F 499 -g -C "$core" -o - -- sleep 0.5 2>/dev/null |
-    T 5 nice -n 19 "$pf" script -i - -F ip,sym,dso 2>/dev/null | awk '
+  put core "$core"
+  [ -n "$tid" ] && put busiest_tid "$tid"
+  # --synth=no (perf >= 5.x): no events synthesized for every task on the host (seconds on a busy one);
+  # kernel symbols are resolved from kallsyms anyway. Runs at the probe's own low priority.
+  synth=
+  "$pf" record -h 2>&1 | grep -q -e '--synth' && synth=--synth=no
+  out=$(T 8 "$pf" record -q -B -N $synth -e cpu-clock -F 499 -g -C "$core" -o - -- sleep 0.5 2>/dev/null |
+    T 8 "$pf" script -i - -F ip,sym,dso 2>/dev/null | awk '
     function flush(  f) {
       if (n) { samples++; if (leaf != "") { ks++; self[leaf]++ }; for (f in seen) incl[f]++; memcg += memcg_hit }
       n = 0; leaf = ""; memcg_hit = 0; split("", seen)
     }
     NF == 0 { flush(); next }
     { n++; if ($NF == "([kernel.kallsyms])" && NF >= 3) { f = substr($2, 1, 120); if (leaf == "") leaf = f; seen[f] = 1 } }
-    NF >= 3 && $NF == "([kernel.kallsyms])" && ($2 ~ /mem_cgroup|memcg/) { memcg_hit = 1 }
+    NF >= 3 && $NF == "([kernel.kallsyms])" && ($2 ~ /mem_cgroup|memcg|^memory_stat|^memory_numa_stat/) { memcg_hit = 1 }
     END {
       flush(); print "samples=" samples + 0; print "kernel_samples=" ks + 0; print "memcg_samples=" memcg + 0
       for (f in self) print "self", self[f], f
       for (f in incl) print "incl", incl[f], f
     }' | sort -k1,1 -k2,2nr | awk '$1 != last { c = 0; last = $1 } ++c <= 20')
   case $NL$out$NL in
-    *"${NL}samples=0$NL"*) echo 'reason=perf took no samples (perf_event_open not permitted here?)'; return 3 ;;
+    *"${NL}samples=0$NL"*) echo 'reason=perf took no samples (not permitted here, or did not finish in 8 s)'; return 3 ;;
   esac
   printf '%s\n' "$out"
   return 0

@@ -45,7 +45,7 @@ def _snapshot(args: argparse.Namespace, env: Env) -> dict | int:
             raise InputError(f"--host {args.host!r}: no such host in the targets/inventory")
     if len(specs) != 1:
         raise InputError(f"a baseline comes from one host; got {len(specs)} (pick one with --host NAME)")
-    result = collect_host(specs[0], opts.binaries, opts.deadline_s, opts.exec_versions)
+    result = collect_host(specs[0], opts.binaries, opts.deadline_s, opts.exec_versions, opts.deep_cpu)
     if result.snapshot is None:
         redact_errors([result])
         env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")

@@ -35,7 +35,8 @@ def run(args: argparse.Namespace, env: Env) -> int:
             env.err(f"note: {spec.name!r} is written as {stems[spec.name]}.json "
                     f"(another host's name also sanitises to {file_stem(spec.name)}.json)")
     results = collect_hosts(specs, parallel=opts.parallel, binaries=opts.binaries, deadline_s=opts.deadline_s,
-                            progress=progress_printer(env), notes=notes, exec_versions=opts.exec_versions)
+                            progress=progress_printer(env), notes=notes, exec_versions=opts.exec_versions,
+                            deep_cpu=opts.deep_cpu)
     results = redact_errors(results)
     for note in notes:
         env.err(f"note: {note}")

@@ -14,6 +14,8 @@ from ..options import TargetOptions
 from .aws_options import add_aws_options, aws_from_args
 from .checks import MAX_DEADLINE_S, MAX_PARALLEL, bounded_float, bounded_int
 
+DEEP_AREAS = ("cpu",)
+
 
 def add_target_options(parser: argparse.ArgumentParser) -> None:
     """TARGET…, -i INVENTORY and the knobs of a collection run."""
@@ -30,6 +32,9 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exec-versions", action="store_true",
                         help="also run `BINARY --version` (as the probe's user, usually root) when the file and "
                              "every directory above it are root-owned and writable by root only; off by default")
+    parser.add_argument("--deep", action="append", choices=DEEP_AREAS, default=[], metavar="AREA",
+                        help="opt-in deeper looks: `cpu` samples the hottest core's kernel stacks with the "
+                             "host's perf for 0.5 s (facts.cpu_stack; hosts without perf say 'not available')")
     add_aws_options(parser)
 
 
@@ -38,7 +43,7 @@ def target_options(args: argparse.Namespace) -> TargetOptions:
     return TargetOptions(
         targets=tuple(args.targets), inventories=tuple(args.inventory), parallel=args.parallel,
         deadline_s=args.deadline, binaries=tuple(args.binary or DEFAULT_BINARIES),
-        exec_versions=args.exec_versions, aws=aws_from_args(args),
+        exec_versions=args.exec_versions, deep_cpu="cpu" in args.deep, aws=aws_from_args(args),
     )
 
 
