@@ -20,7 +20,7 @@ from auditor.judge.rules import load_rules
 from auditor.models import HostSpec
 from tests.test_image_transport import make_root
 
-RUNTIME = {"cgroups", "cpu", "network"}
+RUNTIME = {"cgroups", "cpu", "cpu_stack", "network"}
 SNAPSHOTS = Path(__file__).parent / "data" / "snapshots"
 
 
