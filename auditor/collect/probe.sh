@@ -107,9 +107,12 @@ s_kernel() {
   kv cmdline catf /proc/cmdline
   kv thp_enabled catf /sys/kernel/mm/transparent_hugepage/enabled
   kv thp_defrag catf /sys/kernel/mm/transparent_hugepage/defrag
-  kv hugepages_total awk '/^HugePages_Total/ {print $2}' /proc/meminfo
-  kv mem_total_kb awk '/^MemTotal/ {print $2}' /proc/meminfo
+  catf /proc/meminfo | meminfo_kv
   printf 'nvidia_driver=%s\n' "$(catf /proc/driver/nvidia/version 2>/dev/null | head -n 1)"
+}
+
+meminfo_kv() { # meminfo_kv < /proc/meminfo: `hugepages_total=N` and `mem_total_kb=N` (empty when absent)
+  awk '/^HugePages_Total:/ {h = $2} /^MemTotal:/ {m = $2} END {print "hugepages_total=" h; print "mem_total_kb=" m}'
 }
 
 s_sysctl() {

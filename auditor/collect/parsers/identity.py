@@ -14,6 +14,13 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _get(doc: dict[str, Any], key: str) -> Any:
+    """`doc[key]` under either spelling cloud-init has used: `meta_data`/`ami_id` (20.1 and later) or
+    `meta-data`/`ami-id` (18.4, and the IMDS names the EC2 datasource keeps)."""
+    value = doc.get(key)
+    return value if value is not None else doc.get(key.replace("_", "-"))
+
+
 def _cloudinit(text: str) -> dict[str, Any]:
     """instance-data.json; any shape a host prints (a list, numbers, 10,000 digits, deep nesting) is tolerated."""
     try:
@@ -21,16 +28,16 @@ def _cloudinit(text: str) -> dict[str, Any]:
     except (ValueError, RecursionError):  # JSONDecodeError, the int digit limit, nesting too deep
         return {}
     v1 = _obj(doc.get("v1"))
-    meta = _obj(_obj(doc.get("ds")).get("meta_data"))
+    meta = _obj(_get(_obj(doc.get("ds")), "meta_data"))
     placement = _obj(meta.get("placement"))
     found = {
-        "instance_id": v1.get("instance_id") or meta.get("instance-id"),
-        "ami_id": meta.get("ami-id") or v1.get("image_id"),
-        "az": v1.get("availability_zone") or placement.get("availability-zone"),
-        "az_id": placement.get("availability-zone-id"),
-        "region": v1.get("region") or placement.get("region"),
-        "instance_type": meta.get("instance-type") or v1.get("instance_type"),
-        "cloud": v1.get("cloud_name"),
+        "instance_id": _get(v1, "instance_id") or _get(meta, "instance_id"),
+        "ami_id": _get(meta, "ami_id") or _get(v1, "image_id"),
+        "az": _get(v1, "availability_zone") or _get(placement, "availability_zone"),
+        "az_id": _get(placement, "availability_zone_id"),
+        "region": _get(v1, "region") or _get(placement, "region"),
+        "instance_type": _get(meta, "instance_type") or _get(v1, "instance_type"),
+        "cloud": _get(v1, "cloud_name"),
     }
     return {k: v if isinstance(v, str) else None for k, v in found.items()}  # identity facts are strings
 
