@@ -23,7 +23,7 @@ from auditor.errors import InputError
 from auditor.transport.local import LocalTransport
 
 SECTIONS = {"meta", "identity", "cloudinit", "imds", "os", "kernel", "sysctl", "systemd_version", "unit_files",
-            "units", "restart_journal", "cgroups", "binaries", "eks", "ecs", "network", "kernel_log", "cpu",
+            "units", "restart_journal", "cgroups", "binaries", "eks", "ecs", "hygiene", "network", "kernel_log", "cpu",
             "packages", "cost"}
 
 

@@ -11,6 +11,7 @@ from .parsers.cgroups import parse_cgroups
 from .parsers.cpu import parse_cpu
 from .parsers.cpu_stack import parse_cpu_stack
 from .parsers.ecs import parse_ecs
+from .parsers.hygiene import parse_hygiene
 from .parsers.kernel import parse_kernel
 from .parsers.network import parse_network
 from .parsers.os_release import parse_os
@@ -56,6 +57,7 @@ COLLECTORS: dict[str, Collector] = {
         Collector("cgroups", ("cgroups",), (), parse_cgroups),
         Collector("binaries", ("binaries",), (), parse_binaries),
         Collector("ecs", ("ecs",), (), parse_ecs),
+        Collector("hygiene", ("hygiene",), (), parse_hygiene),
         Collector("network", ("network",), ("kernel_log",), parse_network),
         Collector("cpu", ("cpu",), (), parse_cpu),
         Collector("cpu_stack", ("cpu_stack",), ("cpu",), parse_cpu_stack,

@@ -9,6 +9,7 @@ refused or found suspicious (a link leading out of the root, a FIFO, a cut read)
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -34,6 +35,18 @@ EVIDENCE = ("/var/log/cloud-init-output.log", "/var/lib/cloud/instance/user-data
 SYSTEMD_LIBS = ("usr/lib/systemd", "lib/systemd", "usr/lib64/systemd")  # lib64: Fedora, AL2023
 _TRIPLET = re.compile(r"^[a-z0-9_]+-[a-z0-9_]+-[a-z0-9_]+$")  # usr/lib/x86_64-linux-gnu/systemd (Debian)
 _NATURAL = re.compile(r"(\d+)")
+# rules/image.yaml's facts, matched as probe.sh's s_hygiene matches them (same names, same patterns)
+HISTORIES = (".bash_history", ".zsh_history", ".ash_history", ".sh_history", ".python_history", ".mysql_history",
+             ".psql_history", ".lesshst", ".viminfo")
+CREDENTIAL_FILES = ((".aws/credentials", "aws-credentials"), (".netrc", "netrc"),
+                    (".git-credentials", "git-credentials"), (".pgpass", "pgpass"))
+PACKAGE_CACHES = ("/var/cache/apt", "/var/lib/apt/lists", "/var/cache/yum", "/var/cache/dnf")
+_B64 = re.compile(r"^[A-Za-z0-9+/=]+$")
+_AWS_KEY_ID = re.compile(r"A(KI|SI)A[0-9A-Z]{16}")
+_SECRET_VARIABLE = re.compile(r"^\s*(export\s+)?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|AUTH_DATA)[A-Z0-9_]*"
+                              r"\s*=\s*\S")
+_AWS_CONFIG_SECRET = re.compile(r"^\s*aws_(secret_access_key|session_token)\s*=", re.IGNORECASE)
+_DOCKER_AUTH = re.compile(r'"auth"')
 CONFINEMENT = "confinement"  # the extra section listing what the image reader refused or reported
 MAX_NOTES_SHOWN = 10
 
@@ -222,6 +235,70 @@ class ImageSections:
                 lines.append(f"last_exit={exits[-1]}")
         return "\n".join(lines)
 
+    def _has_line(self, path: str, pattern: re.Pattern[str]) -> bool:
+        text = self.fs.read_text(path, SMALL_CAP) or ""
+        return any(pattern.search(line) for line in text.splitlines())
+
+    def hygiene(self) -> str:
+        """probe.sh's s_hygiene for an image: metadata only (no key, history or secret content kept)."""
+        lines = ["image=1", f"cloud_instances={len(self.fs.listdir('var/lib/cloud/instances') or [])}"]
+        machine_id = self.fs.read_text("etc/machine-id", 64) if self._is_file("/etc/machine-id") else None
+        first = "".join(_first_line(machine_id).split())
+        state = "absent" if machine_id is None else first if first in ("", "uninitialized") else "populated"
+        lines.append(f"machine_id_state={state or 'empty'}")
+        for name in self.fs.listdir("etc/ssh") or []:
+            path = f"/etc/ssh/{name}"
+            if not (name.startswith("ssh_host_") and name.endswith("_key")) or not self._is_file(path):
+                continue
+            fp = "-"
+            pub = self.fs.read_text(path + ".pub", 65536) or ""
+            blob = (pub.splitlines() or [""])[0].split()
+            if len(blob) > 1 and _B64.match(blob[1]):
+                try:
+                    fp = hashlib.sha256(base64.b64decode(blob[1])).hexdigest()
+                except ValueError:
+                    fp = "-"
+            lines.append(f"key\t{name[len('ssh_host_'):-len('_key')]}\t{fp}\t{quote(path)}")
+        for path in ("/root/.ssh/authorized_keys", "/root/.ssh/authorized_keys2"):
+            text = self.fs.read_text(path, LOG_CAP) if self._is_file(path) else None
+            if text is not None:
+                count = sum(1 for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#"))
+                lines.append(f"authorized\t{count}\t{path}")
+        homes = ["/root"] + [f"/home/{n}" for n in self.fs.listdir("home", cap=1000) or []]
+        for home in homes:
+            if not self.fs.is_dir(home):
+                continue
+            for name in HISTORIES:
+                st = self.fs.stat(f"{home}/{name}")
+                if st is not None and self._is_file(f"{home}/{name}"):
+                    lines.append(f"history\t{st.st_size}\t{quote(home + '/' + name)}")
+            for rel, kind in CREDENTIAL_FILES:
+                st = self.fs.stat(f"{home}/{rel}")
+                if st is not None and st.st_size > 0 and self._is_file(f"{home}/{rel}"):
+                    lines.append(f"credential\t{kind}\t{quote(home + '/' + rel)}")
+            if self._has_line(f"{home}/.aws/config", _AWS_CONFIG_SECRET):
+                lines.append(f"credential\taws-credentials\t{quote(home + '/.aws/config')}")
+            if self._has_line(f"{home}/.docker/config.json", _DOCKER_AUTH):
+                lines.append(f"credential\tdocker-auth\t{quote(home + '/.docker/config.json')}")
+        env_files = ["/etc/environment", "/etc/ecs/ecs.config"]
+        for d in ("default", "sysconfig", "profile.d"):
+            env_files += [f"/etc/{d}/{n}" for n in self.fs.listdir(f"etc/{d}", cap=1000) or []
+                          if d != "profile.d" or n.endswith(".sh")]
+        for path in sorted(env_files):
+            if not self._is_file(path):
+                continue
+            if self._has_line(path, _AWS_KEY_ID):
+                lines.append(f"credential\taws-access-key-id\t{quote(path)}")
+            if self._has_line(path, _SECRET_VARIABLE):
+                lines.append(f"credential\tsecret-variable\t{quote(path)}")
+            self.check_time()
+        for path in PACKAGE_CACHES:
+            kb = self.fs.disk_usage(path)
+            if kb is not None:
+                lines.append(f"cache\t{kb}\t{path}")
+            self.check_time()
+        return "\n".join(lines)
+
     def text(self) -> str:
         started = time.process_time()
         steps: list[tuple[str, Callable[[], str | tuple[str, int]]]] = [
@@ -241,6 +318,7 @@ class ImageSections:
             ("binaries", self.binaries_body),
             ("eks", self.eks),
             ("ecs", self.ecs),
+            ("hygiene", self.hygiene),
             ("network", lambda: ("", RC_OFFLINE)),
             ("kernel_log", lambda: ("", RC_OFFLINE)),
             ("cpu", lambda: ("", RC_OFFLINE)),

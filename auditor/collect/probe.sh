@@ -329,6 +329,65 @@ s_ecs() {
   return 0
 }
 
+s_hygiene() {
+  # What an image must not carry (rules/image.yaml), as metadata only: paths, sizes, counts, kinds and
+  # host key fingerprints (of the public half). No private key, history, credential or token content is
+  # ever printed: greps here only answer yes/no (-q) or a count (-c). Paths come last on a line, one line.
+  echo "image=0"
+  printf 'cloud_instances='; ls -A /var/lib/cloud/instances 2>/dev/null | wc -l
+  m=absent
+  if [ -f /etc/machine-id ]; then
+    case $(head -c 64 /etc/machine-id 2>/dev/null | head -n 1 | tr -d ' \t') in
+      '') m=empty ;; uninitialized) m=uninitialized ;; *) m=populated ;;
+    esac
+  fi
+  printf 'machine_id_state=%s\n' "$m"
+  for f in /etc/ssh/ssh_host_*_key; do
+    [ -f "$f" ] || continue
+    t=${f##*/ssh_host_}; t=${t%_key}
+    b=$(head -c 65536 "$f.pub" 2>/dev/null | awk 'NR == 1 {print $2; exit}')
+    case $b in
+      ''|*[!A-Za-z0-9+/=]*) fp=- ;;
+      *) fp=$(printf '%s' "$b" | base64 -d 2>/dev/null | sha256sum | cut -d' ' -f1) ;;
+    esac
+    printf 'key\t%s\t%s\t' "$(oneline "$t" | tr '\t' ' ')" "$fp"; one "$f"
+  done
+  for f in /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; do
+    [ -f "$f" ] || continue
+    printf 'authorized\t%s\t' "$(grep -cvE '^[[:space:]]*(#|$)' "$f" 2>/dev/null)"; one "$f"
+  done
+  for h in /root /home/*; do
+    [ -d "$h" ] || continue
+    for n in .bash_history .zsh_history .ash_history .sh_history .python_history .mysql_history \
+             .psql_history .lesshst .viminfo; do
+      [ -f "$h/$n" ] || continue
+      printf 'history\t%s\t' "$(stat -c '%s' "$h/$n" 2>/dev/null)"; one "$h/$n"
+    done
+    [ -s "$h/.aws/credentials" ] && { printf 'credential\taws-credentials\t'; one "$h/.aws/credentials"; }
+    [ -f "$h/.aws/config" ] && head -c 1048576 "$h/.aws/config" |
+      grep -qiE '^[[:space:]]*aws_(secret_access_key|session_token)[[:space:]]*=' &&
+      { printf 'credential\taws-credentials\t'; one "$h/.aws/config"; }
+    [ -s "$h/.netrc" ] && { printf 'credential\tnetrc\t'; one "$h/.netrc"; }
+    [ -s "$h/.git-credentials" ] && { printf 'credential\tgit-credentials\t'; one "$h/.git-credentials"; }
+    [ -s "$h/.pgpass" ] && { printf 'credential\tpgpass\t'; one "$h/.pgpass"; }
+    [ -f "$h/.docker/config.json" ] && head -c 1048576 "$h/.docker/config.json" | grep -q '"auth"' &&
+      { printf 'credential\tdocker-auth\t'; one "$h/.docker/config.json"; }
+  done
+  for f in /etc/environment /etc/default/* /etc/sysconfig/* /etc/profile.d/*.sh /etc/ecs/ecs.config; do
+    [ -f "$f" ] || continue
+    head -c 1048576 "$f" 2>/dev/null | grep -qE 'A(KI|SI)A[0-9A-Z]{16}' &&
+      { printf 'credential\taws-access-key-id\t'; one "$f"; }
+    head -c 1048576 "$f" 2>/dev/null |
+      grep -qE '^[[:space:]]*(export[[:space:]]+)?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|AUTH_DATA)[A-Z0-9_]*[[:space:]]*=[[:space:]]*[^[:space:]]' &&
+      { printf 'credential\tsecret-variable\t'; one "$f"; }
+  done
+  for d in /var/cache/apt /var/lib/apt/lists /var/cache/yum /var/cache/dnf; do
+    [ -d "$d" ] || continue
+    printf 'cache\t%s\t' "$(T 10 du -sk "$d" 2>/dev/null | cut -f1)"; one "$d"
+  done
+  return 0
+}
+
 info_lines() { sed 's/^/info /'; }  # info_lines < `ethtool -i` output
 stat_lines() { # stat_lines < `ethtool -S` output: `stat NAME COUNT` for each counter
   sed -n 's/^[[:space:]]*\([A-Za-z0-9_]*\): \([0-9-]*\)$/stat \1 \2/p'
@@ -489,6 +548,7 @@ run cgroups s_cgroups
 sec binaries; s_binaries "$@"; end binaries "$?"
 run eks s_eks
 run ecs s_ecs
+run hygiene s_hygiene
 run network s_network
 run kernel_log s_kernel_log
 run cpu s_cpu

@@ -34,6 +34,7 @@ PSEUDO_FS = frozenset({
     "efivarfs", "selinuxfs", "nsfs",
 })
 MAX_DIR_ENTRIES = 100_000  # a big image's var/lib/dpkg/info holds ~5 files per package
+MAX_DU_ENTRIES = 200_000  # entries `disk_usage` visits before it stops (and notes the cut)
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
@@ -324,3 +325,45 @@ class ImageFS:
         finally:
             os.close(fd)
         return sorted(names)
+
+    def disk_usage(self, path: str, cap: int = MAX_DU_ENTRIES) -> int | None:
+        """KiB used under a directory, as `du -sk` (links not followed, hard links once, other filesystems
+        skipped); None when `path` is not a directory. Past `cap` entries it stops and notes the cut."""
+        try:
+            with self._walk(path) as w:
+                if w.st is None or not stat.S_ISDIR(w.st.st_mode):
+                    return None
+                top = os.open(w.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=w.parent_fd)
+        except OSError:
+            return None
+        dev = os.fstat(top).st_dev
+        seen: set[tuple[int, int]] = set()
+        blocks = os.fstat(top).st_blocks
+        todo, visited = [top], 0
+        try:
+            while todo:
+                fd = todo.pop()
+                try:
+                    with os.scandir(fd) as it:
+                        for entry in it:
+                            visited += 1
+                            if visited > cap:
+                                self.note("truncated", path, f"disk usage counted over the first {cap} entries only")
+                                return blocks // 2
+                            st = entry.stat(follow_symlinks=False)
+                            if st.st_dev != dev or (st.st_nlink > 1 and (st.st_dev, st.st_ino) in seen):
+                                continue
+                            seen.add((st.st_dev, st.st_ino))
+                            blocks += st.st_blocks
+                            if stat.S_ISDIR(st.st_mode):
+                                with contextlib.suppress(OSError):
+                                    todo.append(os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                                                        | os.O_CLOEXEC, dir_fd=fd))
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
+        finally:
+            for fd in todo:
+                os.close(fd)
+        return blocks // 2
