@@ -24,7 +24,7 @@ from auditor.transport.local import LocalTransport
 
 SECTIONS = {"meta", "identity", "cloudinit", "imds", "os", "kernel", "sysctl", "systemd_version", "unit_files",
             "units", "restart_journal", "cgroups", "binaries", "eks", "ecs", "hygiene", "network", "kernel_log", "cpu",
-            "packages", "cost"}
+            "cpu_stack", "packages", "cost"}
 
 
 @pytest.mark.parametrize("shell", ["/bin/dash", "/bin/bash"])
