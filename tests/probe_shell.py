@@ -1,6 +1,5 @@
-"""Run one of the probe's own filter functions (restart_tally, dpkg_owner_of, info_lines, stat_lines,
-trouble_lines, meminfo_kv) on text, under /bin/sh: the real-capture tests feed published command output through the
-very code a host runs, not a Python copy of it."""
+"""Run one of the probe's own filter functions (FILTERS) on text, under /bin/sh: the real-capture tests
+feed published command output through the very code a host runs, not a Python copy of it."""
 
 from __future__ import annotations
 
@@ -9,7 +8,8 @@ import subprocess
 from auditor.collect.probe import probe_script
 
 _MAIN = "\ncpu_begin\nrun meta s_meta\n"  # where the probe's definitions end and its run begins
-FILTERS = ("restart_tally", "dpkg_owner_of", "info_lines", "stat_lines", "trouble_lines", "meminfo_kv")
+FILTERS = ("restart_tally", "dpkg_owner_of", "info_lines", "stat_lines", "trouble_lines", "meminfo_kv",
+           "ecs_exits")
 
 
 def probe_filter(name: str, text: str) -> str:

@@ -21,6 +21,7 @@ import pytest
 from auditor.collect.parsers.binaries import parse_binaries
 from auditor.collect.parsers.cgroups import parse_cgroups
 from auditor.collect.parsers.cpu import parse_cpu
+from auditor.collect.parsers.ecs import parse_ecs
 from auditor.collect.parsers.identity import parse_host
 from auditor.collect.parsers.kernel import parse_kernel
 from auditor.collect.parsers.network import parse_kernel_log, parse_network
@@ -88,6 +89,9 @@ FEEDS: dict[str, Callable[[str], Any]] = {
     "systemd_version": parse_version,  # the probe keeps the first line; the parser reads only that
     "systemd_show": lambda raw: parse_systemd("", "", raw, "")["units"],
     "identity_cloudinit": lambda raw: parse_host({"cloudinit": Section("cloudinit", raw, 0)}),
+    # one ecs-init.log through the probe's ecs_exits, no ecs.config, no docker
+    "ecs_init_log": lambda raw: parse_ecs("config_present=0\nlog=/var/log/ecs/ecs-init.log "
+                                          + probe_filter("ecs_exits", raw)),
 }
 # Areas where fewer than three real captures were found (INDEX.md says where the search went).
 FEWER_THAN_THREE = {"systemd_show", "identity_cloudinit"}

@@ -310,6 +310,11 @@ s_binaries() {
 
 s_eks() { catf /etc/eks/release; return 0; }
 
+ecs_exits() { # ecs_exits < ecs-init.log: how many `Agent exited with code N` lines (ecs-init's supervisor
+  # loop, engine.go), then `last_exit=` the newest one
+  awk '/Agent exited with code/ {n++; last = $0} END {print n + 0; if (n) print "last_exit=" last}'
+}
+
 s_ecs() {
   if [ -r /etc/ecs/ecs.config ]; then
     echo "config_present=1"
@@ -320,8 +325,7 @@ s_ecs() {
   for f in /var/log/ecs/ecs-init.log /var/log/ecs/ecs-init.log.*; do
     [ -r "$f" ] || continue
     printf 'log='; oneline "$f"; printf ' '
-    grep -c 'Agent exited with code' "$f"
-    grep 'Agent exited with code' "$f" | tail -n 1 | sed 's/^/last_exit=/'
+    ecs_exits < "$f"
   done
   if has docker; then
     T 5 docker inspect -f 'agent_started={{.State.StartedAt}} agent_status={{.State.Status}} agent_restarts={{.RestartCount}}' ecs-agent 2>/dev/null
