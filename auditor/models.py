@@ -92,6 +92,7 @@ class Finding:
     tags: tuple[str, ...] = ()
     waived: bool = False
     waiver: str | None = None  # waiver reason (or why an expired waiver no longer applies)
+    link: str | None = None  # the rule's `link` text (its part of an incident chain's one line), when it has one
 
 
 @dataclass(frozen=True)
@@ -121,4 +122,5 @@ class Report:
     baseline: dict[str, Any] | None = None  # {path, source_host, captured_at}
     rules: list[dict[str, Any]] = field(default_factory=list)  # rules that ran: id, severity, title
     notes: list[str] = field(default_factory=list)  # e.g. expired waivers
+    chains: list[dict[str, Any]] = field(default_factory=list)  # per host: findings linked by `leads_to`
     exit_code: int = 0

@@ -17,7 +17,7 @@ import jsonschema
 from . import REPORT_SCHEMA, __version__
 from .errors import InputError
 from .jsonload import json_pointer, load_json_file
-from .models import SEVERITIES, HostResult, Report
+from .models import SEVERITIES, Finding, HostResult, Report
 
 
 def _host(result: HostResult) -> dict[str, Any]:
@@ -79,14 +79,23 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "fail_on": report.fail_on,
         "summary": summary(report),
         "hosts": [_host(h) for h in report.hosts],
-        "findings": [{**asdict(f), "tags": list(f.tags)} for f in report.findings],
+        "findings": [_finding(f) for f in report.findings],
         "drift": [asdict(d) for d in report.drift],
         "comparison": report.comparison,
         "symptom": report.symptom,
         "baseline": report.baseline,
         "rules": report.rules,
         "notes": report.notes,
+        "chains": report.chains,
     }
+
+
+def _finding(finding: Finding) -> dict[str, Any]:
+    """A finding as JSON; its chain `link` text is told in `chains`, not repeated here."""
+    out = asdict(finding)
+    out.pop("link", None)
+    out["tags"] = list(finding.tags)
+    return out
 
 
 @lru_cache(maxsize=1)

@@ -104,6 +104,6 @@ def apply(plan: ComparePlan, report: Report, snapshots: list[dict]) -> None:
     if plan.symptom:
         if plan.symptom.rule and report.rules and plan.symptom.rule not in {r.get("id") for r in report.rules}:
             report.notes.append(f"symptom rule {plan.symptom.rule!r} is not among the rules that ran")
-        report.symptom = symptom_section(index, plan.symptom, report.findings, plan.top)
+        report.symptom = symptom_section(index, plan.symptom, report.findings, plan.top, report.rules)
         if not report.symptom["hosts_with"]:
             report.notes.append(f"no host shows the symptom {plan.symptom}; nothing to rank")

@@ -1,18 +1,21 @@
 """Symptom ranking: which facts separate the hosts with a symptom (a rule firing, a label) from the rest.
 
 Each fact=value is a 2×2 table (symptom yes/no × value yes/no) scored with Fisher's exact test and
-information gain; facts about one subject with the same table collapse into one entry.
+information gain; facts about one subject with the same table collapse into one entry. Facts that
+separate equally well are ordered by cause (causes.py): the symptom's own subject, then facts read by
+rules declared upstream of it, then the rest; then severity, field priority and path.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..models import Finding
+from .causes import RELATION, Causes, causes_for
 from .index import FleetIndex
 from .normalize import display
 from .severity import rank_key, subject
@@ -46,8 +49,10 @@ class Symptom:
         return {h for h in known if index.attr(h, self.key or "") == self.value}
 
 
-def rank(index: FleetIndex, with_symptom: set[str], top: int = 10, exclude: str | None = None) -> list[dict[str, Any]]:
+def rank(index: FleetIndex, with_symptom: set[str], top: int = 10, exclude: str | None = None,
+         causes: Causes | None = None) -> list[dict[str, Any]]:
     """The `top` fact=value pairs most enriched among hosts with the symptom, best first."""
+    causes = causes or Causes()
     w = [sum(h in with_symptom for h in c.hosts) for c in index.configs]
     wo = [len(c.hosts) - w[i] for i, c in enumerate(index.configs)]
     paths = sorted({p for c in index.configs for p in c.view.flat} - {exclude})
@@ -68,7 +73,7 @@ def rank(index: FleetIndex, with_symptom: set[str], top: int = 10, exclude: str 
             if a == 0 or (n_without and a / max(1, n_with) <= c / n_without):
                 continue  # only values enriched among symptom hosts
             entries.append(_entry(path, value, a, b, c, d, frozenset(configs)))
-    return _collapse(entries)[:top]
+    return _collapse(entries, causes)[:top]
 
 
 def _entry(path: str, value: str, a: int, b: int, c: int, d: int, configs: frozenset[int]) -> dict[str, Any]:
@@ -83,26 +88,35 @@ def _entry(path: str, value: str, a: int, b: int, c: int, d: int, configs: froze
     }
 
 
-def _collapse(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _collapse(entries: list[dict[str, Any]], causes: Causes) -> list[dict[str, Any]]:
     buckets: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for e in entries:
         buckets[e["_key"]].append(e)
     out = []
     for members in buckets.values():
-        members.sort(key=lambda m: rank_key(m["path"]))
+        members.sort(key=lambda m: (causes.tier(m["path"]), *rank_key(m["path"])))
         head = {k: v for k, v in members[0].items() if not k.startswith("_")}
         head["related"] = [{"path": m["path"], "value": m["value"]} for m in members[1:]]
+        tier = causes.tier(head["path"])
+        if tier in RELATION:
+            head["relation"] = RELATION[tier]
+        head["_tier"] = tier
         out.append(head)
-    out.sort(key=lambda e: (e["p_value"], -e["information_gain"], *rank_key(e["path"])[:2], e["path"]))
-    return out
+    # equally separating facts (same p-value and information gain): the likelier cause first, then deterministic
+    out.sort(key=lambda e: (float(f"{e['p_value']:.9g}"), -e["information_gain"], e["_tier"],
+                            *rank_key(e["path"])[:2], e["path"], e["value"]))
+    return [{k: v for k, v in e.items() if k != "_tier"} for e in out]
 
 
-def symptom_section(index: FleetIndex, symptom: Symptom, findings: Iterable[Finding], top: int) -> dict[str, Any]:
-    """The report's `symptom` section."""
+def symptom_section(index: FleetIndex, symptom: Symptom, findings: Iterable[Finding], top: int,
+                    rules: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The report's `symptom` section; `rules` (the report's rules: id, leads_to, reads) order equal ties."""
+    findings = list(findings)
     with_symptom = symptom.hosts(index, findings)
     without = sorted(set(index.hosts) - with_symptom)
     exclude = symptom.key if symptom.key and symptom.key.startswith("facts.") else None
-    ranked = rank(index, with_symptom, top, exclude) if with_symptom and without else []
+    causes = causes_for(symptom.rule, symptom.key, with_symptom, findings, rules)
+    ranked = rank(index, with_symptom, top, exclude, causes) if with_symptom and without else []
     return {
         "symptom": str(symptom),
         "kind": "rule" if symptom.rule else "label",

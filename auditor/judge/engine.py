@@ -27,7 +27,7 @@ from .rules import Rule, RuleSet
 from .templates import render_title
 
 UNKNOWN_SEVERITY = "info"
-_FIELDS = ("rule", "severity", "title", "description", "remediation", "item", "evidence", "tags")
+_FIELDS = ("rule", "severity", "title", "description", "remediation", "item", "evidence", "tags", "link")
 
 
 def truthy(value: Any) -> bool:
@@ -96,14 +96,16 @@ def _evaluate(rule: Rule, snapshot: dict[str, Any]) -> list[Finding]:
             evidence = dict(match)
         else:
             evidence = {} if match is None else {"value": match}
-        title = render_title(rule.title, {
+        context = {
             "item": match, "facts": snapshot.get("facts"), "host": snapshot.get("host"),
             "labels": snapshot.get("labels"), "name": snapshot.get("name"), "params": rule.params,
             "evidence": evidence,
-        }, rule.id)
+        }
+        title = render_title(rule.title, context, rule.id)
+        link = render_title(rule.link, context, title) if rule.link is not None else None
         out.append(Finding(host="", rule=rule.id, severity=rule.severity, title=title, description=rule.description,
                            remediation=rule.remediation, item=_item_name(rule, match, ctx), evidence=evidence,
-                           tags=rule.tags))
+                           tags=rule.tags, link=link))
     return out
 
 

@@ -12,6 +12,8 @@ A pack file:
         when: "facts.cgroups.memory.dying >= ${dying_warn}"      # host-level condition, or
         select: "facts.systemd.units[?restarts > `3`]"            # one finding per matched item
         evidence: {dying: facts.cgroups.memory.dying}             # name → JMESPath over the snapshot + `item`
+        leads_to: [cpu.hot-core-system-time]                      # incident chain: what this finding causes
+        link: "{{ evidence.dying | thousands }} dying memcgs"     # its short text in a chain's one line
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +42,7 @@ from .templates import TemplateError, compile_title
 
 PACK_KEYS = {"pack", "description", "params", "rules"}
 RULE_KEYS = {"id", "name", "title", "severity", "description", "remediation", "tags", "when", "select", "item",
-             "evidence"}
+             "evidence", "leads_to", "link"}
 REQUIRED = ("id", "title", "severity")
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 FREE_ITEM = FactSpec("item", "map")
@@ -68,6 +71,9 @@ class Rule:
     params: dict[str, Any]
     source: str
     line: int
+    leads_to: tuple[str, ...] = ()  # rule ids this finding leads to in an incident chain (chains.py)
+    leads_to_lines: tuple[int, ...] = ()  # file line of each entry, for errors
+    link: Any | None = None  # compiled jinja2 template: this finding's short text in a chain's one line
 
 
 @dataclass
@@ -91,6 +97,10 @@ class RuleSet:
 
     def ids(self) -> set[str]:
         return {r.id for r in self.rules}
+
+    def graph(self) -> dict[str, tuple[str, ...]]:
+        """Rule id → the rule ids it `leads_to`, in load order (for chains.py)."""
+        return {r.id: r.leads_to for r in self.rules}
 
 
 def rule_files(dirs: Iterable[str | Path], builtin: bool = True) -> list[Path]:
@@ -295,6 +305,20 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
     except TemplateError as exc:
         raise InputError(str(exc), where, _title_line(where, node.line_of("title"), exc.lineno)) from None
     reads.merge(r)
+    leads_to, leads_to_lines = _leads_to(node, where)
+    link = None
+    if "link" in node:
+        link_src = node["link"]
+        if not isinstance(link_src, str) or not link_src.strip():
+            raise InputError("'link' must be a non-empty string (a jinja2 template, like title)", where,
+                             node.line_of("link"))
+        try:
+            link, r = compile_title(link_src, root_spec(item_spec), params=pack.params,
+                                    evidence=[n for n, _ in evidence] if evidence or select is None else None)
+        except TemplateError as exc:
+            raise InputError(str(exc).replace("title template", "link template"), where,
+                             _title_line(where, node.line_of("link"), exc.lineno)) from None
+        reads.merge(r)
 
     areas = set(reads.areas)
     if reads.whole_facts or "*" in reads.roots:
@@ -305,8 +329,54 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
         tags=tuple(tags), when=when, select=select, item_expr=item_expr, item_key=item_key,
         evidence=tuple(evidence), areas=frozenset(areas), reads=_area_keys(reads, areas),
         roots=frozenset(reads.roots - {"facts"}),
-        params=dict(pack.params), source=where, line=node.line,
+        params=dict(pack.params), source=where, line=node.line, leads_to=leads_to, leads_to_lines=leads_to_lines,
+        link=link,
     )
+
+
+def _leads_to(node: LineDict, where: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """`leads_to: [rule ids]` → (ids, line of each); the ids are checked once every pack is loaded."""
+    value = node.get("leads_to")
+    if value is None:
+        return (), ()
+    if not isinstance(value, LineList):
+        raise InputError("'leads_to' must be a list of rule ids", where, node.line_of("leads_to"))
+    ids, lines = [], []
+    for i, rid in enumerate(value):
+        line = value.line_of(i)
+        if not isinstance(rid, str) or not ID_RE.match(rid):
+            raise InputError(f"leads_to: {rid!r} is not a rule id", where, line)
+        if rid in ids:
+            raise InputError(f"leads_to: {rid!r} is listed twice", where, line)
+        ids.append(rid)
+        lines.append(line)
+    return tuple(ids), tuple(lines)
+
+
+def check_chains(rules: list[Rule]) -> None:
+    """Every `leads_to` names a loaded rule, and following them never comes back (no cycle, no self-loop)."""
+    by_id = {r.id: r for r in rules}
+    for rule in rules:
+        for rid, line in zip(rule.leads_to, rule.leads_to_lines, strict=True):
+            if rid not in by_id:
+                near = get_close_matches(rid, sorted(by_id), n=3)
+                hint = f" (did you mean {', '.join(near)}?)" if near else ""
+                raise InputError(f"leads_to: unknown rule {rid!r}{hint}", rule.source, line)
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+
+    def visit(rule: Rule, path: list[str]) -> None:
+        state[rule.id] = 1
+        for rid, line in zip(rule.leads_to, rule.leads_to_lines, strict=True):
+            if state.get(rid) == 1:
+                cycle = " → ".join([*path[path.index(rid):], rule.id, rid]) if rid in path else f"{rule.id} → {rid}"
+                raise InputError(f"leads_to: {rid!r} closes a cycle ({cycle})", rule.source, line)
+            if rid not in state:
+                visit(by_id[rid], [*path, rule.id])
+        state[rule.id] = 2
+
+    for rule in rules:
+        if rule.id not in state:
+            visit(rule, [])
 
 
 def load_rules(dirs: Iterable[str | Path] = (), builtin: bool = True,
@@ -332,4 +402,5 @@ def load_rules(dirs: Iterable[str | Path] = (), builtin: bool = True,
                                  rule.source, rule.line)
             seen[rule.id] = rule
             rules.append(rule)
+    check_chains(rules)
     return RuleSet(rules, packs, [str(f) for f in files])

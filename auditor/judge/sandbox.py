@@ -210,10 +210,17 @@ def _sum(env: Any, iterable: Iterable[Any], attribute: str | int | None = None, 
     return filters.do_sum(env, iterable, attribute, start)
 
 
+def _thousands(value: Any) -> Any:
+    """`1052` → `1,052` (numbers for people); anything that is not a number is left as it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+
+
 # Filters a title may use; the amplifying ones are replaced by the checked versions above.
 CHECKED_FILTERS = {"center": _center, "indent": _indent, "truncate": _truncate, "wordwrap": _wordwrap,
                    "batch": _batch, "slice": _slice, "format": _format, "replace": _replace, "join": _join,
-                   "sum": _sum}
+                   "sum": _sum, "thousands": _thousands}
 PLAIN_FILTERS = ("abs", "capitalize", "count", "d", "default", "dictsort", "first", "float", "filesizeformat",
                  "groupby", "int", "items", "last", "length", "list", "lower", "map", "max", "min", "reject",
                  "rejectattr", "reverse", "round", "select", "selectattr", "sort", "string", "striptags", "title",

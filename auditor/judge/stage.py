@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..models import Report
 from ..options import JudgeOptions, RuleOptions
+from .chains import host_chains, positions
 from .engine import Judge
 from .params import Override, load_config, parse_set
 from .rules import RuleSet, load_rules
@@ -46,6 +47,11 @@ def apply(plan: JudgePlan, report: Report, snapshots: list[dict]) -> None:
         labels.setdefault(host.name, dict(host.spec.labels))
     findings, notes = apply_waivers(findings, plan.waivers, labels, plan.today)
     report.findings.extend(findings)
+    graph = plan.ruleset.graph()
+    chain_position = positions(graph)
     report.rules = [{"id": r.id, "severity": r.severity, "title": r.name, "pack": r.pack, "tags": list(r.tags),
-                     "source": r.source} for r in plan.ruleset.rules]
+                     "source": r.source, "leads_to": list(r.leads_to), "chain_position": chain_position.get(r.id),
+                     "reads": [f"facts.{area}.{key}" if key else f"facts.{area}" for area, key in r.reads]}
+                    for r in plan.ruleset.rules]
+    report.chains = host_chains(report.findings, graph)
     report.notes.extend(notes)

@@ -39,7 +39,8 @@ def environment() -> Environment:
     """Templates from reports/, autoescape on; absent optional keys render empty (ChainableUndefined)."""
     env = Environment(loader=FileSystemLoader(str(report_templates_dir())), autoescape=True,
                       undefined=ChainableUndefined, finalize=_shown)
-    env.filters.update(show=view.show, short=lambda v, width=24: view.short(view.show(v), width), pretty=_pretty)
+    env.filters.update(show=view.show, short=lambda v, width=24: view.short(view.show(v), width), pretty=_pretty,
+                       pvalue=view.p_value, score=view.score)
     return env
 
 

@@ -68,7 +68,7 @@ def cell(c: view.Cell) -> Raw:
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(report_templates_dir())), autoescape=False,
                       finalize=escape, undefined=ChainableUndefined, keep_trailing_newline=True)
-    env.filters.update(code=code, hosts=hosts, cell=cell, show=view.show,
+    env.filters.update(code=code, hosts=hosts, cell=cell, show=view.show, pvalue=view.p_value, score=view.score,
                        short=lambda v, width=24: view.short(view.show(v), width))
     return env
 

@@ -79,6 +79,14 @@ def summarize(report: Report, env: Env) -> None:
         env.out(f"  … {len(active) - 15} more in the report")
     for note in report.notes:
         env.out(f"  note: {one_line(note)}")
+    groups: dict[tuple, list[dict]] = {}
+    for chain in report.chains:  # one line per distinct chain (same rules), told with its first host's numbers
+        groups.setdefault(tuple(link["rule"] for link in chain["links"]), []).append(chain)
+    for same in groups.values():
+        first, others = same[0], [c["host"] for c in same[1:]]
+        partial = " (partial)" if first["partial"] else ""
+        more = f" (same chain on {len(others)} more host{'s' if len(others) != 1 else ''})" if others else ""
+        env.out(f"  chain on {one_line(first['host'])}{partial}: {one_line(first['text'])}{more}")
     for split in ((report.comparison or {}).get("splits") or [])[:5]:
         env.out(f"  split by {one_line(split['group_by'])}: {one_line(split['path'])} (score {split['score']:.2f})")
     env.out(f"exit code {report.exit_code}")

@@ -31,6 +31,27 @@ def show(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def p_value(value: Any) -> str:
+    """A p-value for people: two significant digits (0.09999999999999996 → 0.1), tiny ones as `< 1e-06`."""
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        return show(value)
+    if p != p:  # NaN never comes from the ranking; show it rather than hide it
+        return "nan"
+    if p < 1e-6:
+        return "< 1e-06"
+    return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
+
+
+def score(value: Any) -> str:
+    """A score for people: two decimals."""
+    try:
+        return f"{float(value):.2f}"
+    except (TypeError, ValueError):
+        return show(value)
+
+
 def short(text: str, width: int = 24) -> str:
     """Long values (checksums) cut to `width` characters with an ellipsis."""
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -148,8 +169,22 @@ class FindingGroup:
 EVIDENCE_SAMPLES = 5
 
 
+NO_CHAIN = 1 << 30  # sorts after every chain position
+
+
+def chain_positions(doc: Doc) -> dict[str, int]:
+    """Rule id → its position in an incident chain (0 = first cause), from the report's rules."""
+    out = {}
+    for rule in doc.get("rules") or []:
+        if isinstance(rule, dict) and isinstance(rule.get("chain_position"), int):
+            out[str(rule.get("id"))] = int(rule["chain_position"])
+    return out
+
+
 def finding_groups(doc: Doc) -> list[FindingGroup]:
-    """Findings aggregated by rule × item × severity × waived; worst and widest first."""
+    """Findings aggregated by rule × item × severity × waived; worst first (severity, then chain position:
+    upstream causes before their effects, rules in no chain last), then widest."""
+    position = chain_positions(doc)
     by_key: dict[tuple, FindingGroup] = {}
     for f in doc.get("findings") or []:
         key = (f["rule"], f.get("item"), f["severity"], bool(f.get("waived")))
@@ -163,7 +198,8 @@ def finding_groups(doc: Doc) -> list[FindingGroup]:
         if len(group.evidence) < EVIDENCE_SAMPLES:
             group.evidence.append((f["host"], f.get("evidence") or {}))
     return sorted(by_key.values(),
-                  key=lambda g: (g.waived, -severity_rank(g.severity), -len(g.hosts), g.rule, g.item or ""))
+                  key=lambda g: (g.waived, -severity_rank(g.severity), position.get(g.rule, NO_CHAIN), -len(g.hosts),
+                                 g.rule, g.item or ""))
 
 
 @dataclass
@@ -262,6 +298,7 @@ class Culprit:
     finding: FindingGroup | None
     unreached: list[str]
     verdict: str  # "fail", "incomplete" or "pass"
+    chains: list[ChainGroup] = field(default_factory=list)
 
 
 def culprit(doc: Doc) -> Culprit:
@@ -272,13 +309,48 @@ def culprit(doc: Doc) -> Culprit:
     code = doc["summary"].get("exit_code", 0)
     verdict = {0: "pass", 1: "fail", 3: "incomplete"}.get(code, "fail")
     rows = [r for r in rows if r.score > 0]
-    return Culprit(rows[0] if rows else None, rows[1:4], active[0] if active else None, unreached, verdict)
+    return Culprit(rows[0] if rows else None, rows[1:4], active[0] if active else None, unreached, verdict,
+                   chain_groups(doc)[:FIRST_SCREEN_CHAINS])
 
 
 def symptom_top(doc: Doc) -> dict[str, Any] | None:
     """The fact that best separates hosts with the asked-for symptom, when a symptom was ranked."""
     ranked = (doc.get("symptom") or {}).get("ranked") or []
     return ranked[0] if ranked and isinstance(ranked[0], dict) else None
+
+
+@dataclass
+class ChainGroup:
+    """Hosts whose findings form the same chain (same rules, same gaps); told with the first host's numbers."""
+
+    text: str
+    rules: list[str]
+    partial: bool
+    missing: list[str]
+    hosts: list[str] = field(default_factory=list)
+    texts: list[tuple[str, str]] = field(default_factory=list)  # (host, its line), first few
+
+
+CHAIN_SAMPLES = 5
+FIRST_SCREEN_CHAINS = 3
+
+
+def chain_groups(doc: Doc) -> list[ChainGroup]:
+    """The report's chains grouped by their rules; longest chains first, then most hosts."""
+    by_key: dict[tuple, ChainGroup] = {}
+    for chain in doc.get("chains") or []:
+        if not isinstance(chain, dict):
+            continue
+        rules = [str(link.get("rule")) for link in chain.get("links") or [] if isinstance(link, dict)]
+        missing = sorted({str(m) for gap in chain.get("gaps") or [] for m in gap.get("missing") or []})
+        key = (tuple(rules), bool(chain.get("partial")), tuple(missing))
+        group = by_key.get(key)
+        if group is None:
+            group = by_key[key] = ChainGroup(str(chain.get("text", "")), rules, bool(chain.get("partial")), missing)
+        group.hosts.append(str(chain.get("host", "")))
+        if len(group.texts) < CHAIN_SAMPLES:
+            group.texts.append((str(chain.get("host", "")), str(chain.get("text", ""))))
+    return sorted(by_key.values(), key=lambda g: (-len(g.rules), -len(g.hosts), g.rules, g.hosts[0]))
 
 
 def findings_by_severity(doc: Doc) -> list[tuple[str, int]]:

@@ -1,0 +1,168 @@
+"""Incident chains: rules declare what they lead to (`leads_to`); per host, the findings that form a chain.
+
+The declared graph (validated acyclic when the rules load) says e.g. crash loop → dying memcgs → hot
+core → ENA resets. On one host, two findings are linked when the first's rule leads to the second's,
+directly or through rules that did not fire there: then the link is a gap, the chain is *partial* and
+the missing rules are named — a middle link is never invented. A chain is told in one line from each
+finding's `link` text (its title when the rule has none), upstream first.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..models import Finding, severity_rank
+
+Graph = Mapping[str, Sequence[str]]  # rule id → rule ids it leads to, in declaration order
+ARROW = " → "
+LINK_TEXTS = 3  # findings of one rule told per link; the rest counted
+
+
+def positions(graph: Graph) -> dict[str, int]:
+    """Chain position of every rule with a `leads_to` edge in or out: the longest path from a chain start
+    (0 = a cause nothing declared leads to). Rules in no chain are absent."""
+    members = {r for r, nxt in graph.items() if nxt} | {n for nxt in graph.values() for n in nxt}
+    parents: dict[str, list[str]] = defaultdict(list)
+    for rule, nxt in graph.items():
+        for n in nxt:
+            parents[n].append(rule)
+    depth: dict[str, int] = {}
+    for rule in sorted(members):
+        stack = [rule]
+        while stack:  # iterative longest-path over an acyclic graph
+            top = stack[-1]
+            pending = [p for p in parents[top] if p not in depth]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            depth[top] = max((depth[p] + 1 for p in parents[top]), default=0)
+    return depth
+
+
+def upstream(graph: Graph, rule: str) -> set[str]:
+    """Every rule from which `leads_to` edges reach `rule` (not `rule` itself)."""
+    parents: dict[str, list[str]] = defaultdict(list)
+    for src, nxt in graph.items():
+        for n in nxt:
+            parents[n].append(src)
+    seen: set[str] = set()
+    todo = list(parents[rule])
+    while todo:
+        r = todo.pop()
+        if r not in seen:
+            seen.add(r)
+            todo.extend(parents[r])
+    return seen - {rule}
+
+
+def not_evaluated(finding: Finding) -> bool:
+    """A "could not be evaluated" placeholder (an area not collected, an error), not a real finding."""
+    return (finding.evidence.get("status") in ("unknown", "error")
+            and finding.title.startswith(f"{finding.rule} could not be evaluated"))
+
+
+def _reach(graph: Graph, start: str, fired: set[str]) -> dict[str, list[str]]:
+    """Fired rules reachable from `start` along `leads_to` without passing another fired rule, each with the
+    unfired rules on the shortest way there (empty: a direct link)."""
+    found: dict[str, list[str]] = {}
+    queue: deque[tuple[str, list[str]]] = deque((n, []) for n in graph.get(start, ()))
+    seen: set[str] = set()
+    while queue:
+        rule, via = queue.popleft()
+        if rule in seen:
+            continue
+        seen.add(rule)
+        if rule in fired:
+            found.setdefault(rule, via)
+            continue
+        queue.extend((n, [*via, rule]) for n in graph.get(rule, ()))
+    return found
+
+
+def _reduce(edges: dict[tuple[str, str], list[str]]) -> dict[tuple[str, str], list[str]]:
+    """Drop a link a → c when c is also reached through another finding b (a → b → … → c): the chain
+    then reads through b instead of skipping it."""
+    nxt: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        nxt[a].add(b)
+
+    def reachable(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            r = todo.pop()
+            for n in nxt[r] - seen:
+                seen.add(n)
+                todo.append(n)
+        return seen
+
+    return {(a, c): via for (a, c), via in edges.items()
+            if not any(c in reachable(b) for b in nxt[a] if b != c)}
+
+
+def _link_text(findings: list[Finding]) -> str:
+    texts = list(dict.fromkeys(f.link or f.title for f in findings))
+    more = len(texts) - LINK_TEXTS
+    return ", ".join(texts[:LINK_TEXTS]) + (f" (+{more} more)" if more > 0 else "")
+
+
+def host_chains(findings: Iterable[Finding], graph: Graph) -> list[dict[str, Any]]:
+    """Per host, each group of findings linked by `leads_to` (two or more rules), upstream first."""
+    pos = positions(graph)
+    order = {rule: i for i, rule in enumerate(graph)}
+    by_host: dict[str, dict[str, list[Finding]]] = defaultdict(lambda: defaultdict(list))
+    for f in findings:
+        if f.rule in pos and not f.waived and not not_evaluated(f):
+            by_host[f.host][f.rule].append(f)
+    out: list[dict[str, Any]] = []
+    for host in sorted(by_host):
+        out.extend(_chains_on_host(host, by_host[host], graph, pos, order))
+    return out
+
+
+def _chains_on_host(host: str, fired: dict[str, list[Finding]], graph: Graph, pos: dict[str, int],
+                    order: dict[str, int]) -> list[dict[str, Any]]:
+    edges = _reduce({(a, b): via for a in fired for b, via in _reach(graph, a, set(fired)).items()})
+    neighbours: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        neighbours[a].add(b)
+        neighbours[b].add(a)
+    chains, done = [], set()
+    for start in sorted(neighbours, key=lambda r: (pos[r], order.get(r, 0), r)):
+        if start in done:
+            continue
+        component, todo = set(), [start]
+        while todo:
+            r = todo.pop()
+            if r not in component:
+                component.add(r)
+                todo.extend(neighbours[r] - component)
+        done |= component
+        chains.append(_chain(host, component, fired, edges, pos, order))
+    return chains
+
+
+def _chain(host: str, rules: set[str], fired: dict[str, list[Finding]], edges: dict[tuple[str, str], list[str]],
+           pos: dict[str, int], order: dict[str, int]) -> dict[str, Any]:
+    mine = {e: via for e, via in edges.items() if e[0] in rules}
+    layer: dict[str, int] = {}
+    for rule in sorted(rules, key=lambda r: pos[r]):  # longest path inside the host's chain (edges go downstream)
+        layer[rule] = max((layer[a] + 1 for (a, b) in mine if b == rule and a in layer), default=0)
+    ranked = sorted(rules, key=lambda r: (layer[r], pos[r], order.get(r, 0), r))
+    links: list[dict[str, Any]] = [{"rule": r, "severity": max((f.severity for f in fired[r]), key=severity_rank),
+              "items": sorted({f.item for f in fired[r] if f.item is not None}), "position": pos[r],
+              "text": _link_text(fired[r])} for r in ranked]
+    gaps = [{"from": a, "to": b, "missing": via} for (a, b), via in sorted(mine.items()) if via]
+    parts: list[str] = []
+    for depth in range(max(layer.values()) + 1):
+        here = [link for link in links if layer[link["rule"]] == depth]
+        incoming = [via for (a, b), via in mine.items() if layer[b] == depth]
+        if incoming and all(incoming):  # every way into this step skips a link that did not fire
+            missing = sorted({m for via in incoming for m in via}, key=lambda r: (pos[r], r))
+            parts.append(f"[missing: {', '.join(missing)}]")
+        parts.append(" + ".join(str(link["text"]) for link in here))
+    return {"host": host, "text": ARROW.join(parts), "partial": bool(gaps), "links": links, "gaps": gaps}
+
