@@ -16,8 +16,7 @@ from auditor.judge.chains import host_chains, positions
 from auditor.judge.engine import Judge
 from auditor.judge.rules import load_rules
 from auditor.models import Finding
-from auditor.render import RENDERERS
-from auditor.render import view
+from auditor.render import RENDERERS, view
 
 FLEET = Path(__file__).parent / "data" / "compare" / "fleet"
 REPORTS = Path(__file__).parent / "data" / "reports"
