@@ -491,10 +491,10 @@ s_cpu_stack() {
   [ -z "$why" ] || { put reason "perf not run: $why"; return 3; }
   core=$(printf '%s\n@@\n%s\n' "$CPU_A" "$CPU_B" | awk '
     $1 == "@@" { second = 1; next }
-    $1 ~ /^cpu[0-9]+$/ { if (!second) s0[$1] = $4; else if ($1 in s0 && ($4 - s0[$1]) > best) { best = $4 - s0[$1]; c = $1 } }
+    $1 ~ /^cpu[0-9]+$/ { if (!second) s0[$1] = $4; else if ($1 in s0 && best < ($4 - s0[$1])) { best = $4 - s0[$1]; c = $1 } }
     END { if (c != "") print substr(c, 4) }')
   case $core in ''|*[!0-9]*) echo 'reason=no per-core CPU samples to pick a hot core'; return 3 ;; esac
-  tid=$(printf '%s\n' "$CPU_THREADS" | awk -v c="$core" '$3 == c && $5 > best { best = $5; t = $2 } END { print t }')
+  tid=$(printf '%s\n' "$CPU_THREADS" | awk -v c="$core" '$3 == c && best < $5 { best = $5; t = $2 } END { print t }')
   case $tid in *[!0-9]*) tid= ;; esac
   put core "$core"
   [ -n "$tid" ] && put busiest_tid "$tid"
