@@ -12,8 +12,8 @@ import sys
 import traceback
 from typing import Protocol
 
-from . import __version__, exitcodes, textsafe
-from .commands import baseline, collect, diff, history, report, rules, scan, ssm
+from . import __version__, exitcodes, interrupt, textsafe
+from .commands import ami, baseline, collect, diff, history, report, rules, scan, ssm
 from .context import Env
 from .errors import AuditorError, InputError
 from .targets.inventory import redact_urls
@@ -26,7 +26,7 @@ class CommandModule(Protocol):
 
 
 # Imported explicitly (a missing module is an ImportError at start-up, never a silently absent command).
-COMMANDS: tuple[CommandModule, ...] = (collect, scan, baseline, diff, report, rules, ssm, history)
+COMMANDS: tuple[CommandModule, ...] = (collect, scan, baseline, diff, report, rules, ssm, history, ami)
 
 _MAX_INTERNAL_MESSAGE = 300
 
@@ -81,16 +81,17 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
             if "\0" in arg:
                 raise InputError(f"argument {i} contains a NUL character")
         args = build_parser().parse_args(argv)
-        return int(args.func(args, env))
+        with interrupt.handlers():  # SIGINT/SIGTERM unwind through every `finally` (ami:// deletes its volume)
+            return int(args.func(args, env))
     except InputError as exc:
         env.err(f"ami-auditor: error: {clean(str(exc))}")
         return exitcodes.BAD_INPUT
     except AuditorError as exc:  # the cloud API or a host could not be reached: nothing was audited
         env.err(f"ami-auditor: error: {clean(str(exc))}")
         return exitcodes.INCOMPLETE
-    except KeyboardInterrupt:
-        env.err("ami-auditor: interrupted")
-        return 130
+    except KeyboardInterrupt as exc:
+        env.err(f"ami-auditor: {'terminated' if isinstance(exc, interrupt.Terminated) else 'interrupted'}")
+        return int(getattr(exc, "exit_code", 130))
     except Exception as exc:  # noqa: BLE001 - anything else is a bug: exit 4, never 1 ("findings")
         if debug:
             env.err(clean("".join(traceback.format_exception(exc))).rstrip("\n"))

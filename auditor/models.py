@@ -50,6 +50,7 @@ class CommandResult:
     duration_s: float = 0.0
     truncated: bool = False
     nonce: str | None = None  # the framing nonce the run used, when the transport chose it (SSM: per batch)
+    labels: dict[str, str] = field(default_factory=dict)  # what the transport learned (ami://: ami_id, ami_name…)
 
 
 @dataclass

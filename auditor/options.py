@@ -25,7 +25,7 @@ DEFAULT_TOP = 10
 
 @dataclass(frozen=True)
 class AwsOptions:
-    """EC2 discovery (--ec2, --via, --ssh-*), region/profile and SSM knobs (--ssm-*)."""
+    """EC2 discovery (--ec2, --via, --ssh-*), region/profile, SSM knobs (--ssm-*), ami:// placement."""
 
     ec2: tuple[Ec2Filter, ...] = ()
     via: str = "ssm"
@@ -44,6 +44,8 @@ class AwsOptions:
     ssm_targets: bool = False
     ssm_max_concurrency: str | None = None
     ssm_max_errors: str | None = None
+    az: str | None = None  # ami://: the AZ to create the volume in (default: the scanner's, IMDS)
+    attach_to: str | None = None  # ami://: the instance to attach it to (default: the scanner, IMDS)
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
             failed.append(area)
     host = parse_host(sections)
     labels = {k: str(host[k]) for k in HOST_LABEL_FACTS if host.get(k)}
+    labels.update(result.labels)  # from the transport (ami://: the image's id, name, creation date)
     labels.update(spec.labels)
     return {
         "schema": SNAPSHOT_SCHEMA,

@@ -17,6 +17,8 @@ from .checks import bounded_float
 
 REGION_RE = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+AZ_RE = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+[a-z]$")
+INSTANCE_RE = re.compile(r"^i-[0-9a-f]{8}(?:[0-9a-f]{9})?$")
 DOC_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{3,128}$")
 # SendCommand's documented patterns for MaxConcurrency / MaxErrors
 CONCURRENCY_RE = re.compile(r"^([1-9][0-9]*|[1-9][0-9]%|[1-9]%|100%)$")
@@ -45,8 +47,8 @@ def _file(value: str) -> str:
 
 
 def add_aws_options(parser: argparse.ArgumentParser) -> None:
-    """--ec2/--via/--ssh-*, --region/--profile and the --ssm-* knobs."""
-    g = parser.add_argument_group("AWS (EC2 discovery, SSM Run Command)")
+    """--ec2/--via/--ssh-*, --region/--profile, the --ssm-* knobs and ami://'s --az/--attach-to."""
+    g = parser.add_argument_group("AWS (EC2 discovery, SSM Run Command, ami:// volumes)")
     g.add_argument("--ec2", action="append", default=[], type=parse_filter, metavar="FILTER",
                    help="discover EC2 instances: tag:KEY=V[,V…], image-id=…, instance-state-name=… "
                         "(default running), availability-zone=… (client-side); repeatable, all must match")
@@ -75,6 +77,16 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
                    help="with --ssm-targets: instances running the probe at once (default 50)")
     g.add_argument("--ssm-max-errors", type=checked(ERRORS_RE, "MaxErrors"), metavar="N|N%",
                    help="with --ssm-targets: SSM stops sending after more failures than this (default 10%%)")
+    add_ami_options(g)
+
+
+def add_ami_options(g: argparse._ArgumentGroup) -> None:
+    """--az/--attach-to: where an ami:// target's volume is made and attached (default: this instance, IMDS)."""
+    g.add_argument("--az", type=checked(AZ_RE, "availability zone"), metavar="AZ",
+                   help="ami://: create the volume in this AZ (default: the scanning instance's, from IMDS)")
+    g.add_argument("--attach-to", type=checked(INSTANCE_RE, "instance id"), metavar="INSTANCE_ID",
+                   help="ami://: attach the volume to this instance (default: the scanning instance, from IMDS); "
+                        "it must be the machine running ami-auditor, which mounts the volume")
 
 
 def aws_from_args(args: argparse.Namespace) -> AwsOptions:

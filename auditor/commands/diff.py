@@ -1,5 +1,5 @@
 """`ami-auditor diff A B`: what differs from A to B. Each side is a snapshot file (.json), a baseline
-(.yaml/.yml), a live target (local, ssh://…, ssm://…, image://…) or a host name from `-i INVENTORY`.
+(.yaml/.yml), a live target (local, ssh://…, ssm://…, image://…, ami://…) or a host name from `-i INVENTORY`.
 Exit 0 when they agree, 1 when they differ (like diff(1)), 2 on bad input, 3 when a host is not reached.
 """
 
@@ -21,6 +21,7 @@ from ..compare.sources import load_snapshot_file
 from ..context import Env
 from ..errors import InputError
 from ..models import HostSpec
+from .aws_options import REGION_RE, add_ami_options, aws_from_args, checked
 from .checks import MAX_DEADLINE_S, bounded_float
 
 Side = Baseline | dict[str, Any] | HostSpec
@@ -35,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--deadline", type=bounded_float(0.0, MAX_DEADLINE_S), default=60.0, metavar="SECONDS",
                    help="per live host (default 60)")
     p.add_argument("--json", action="store_true", help="print the differences as a JSON list")
+    aws = p.add_argument_group("AWS (ami:// sides)")
+    aws.add_argument("--region", type=checked(REGION_RE, "region"), help="AWS region (default: AWS_REGION / profile)")
+    aws.add_argument("--profile", metavar="NAME", help="AWS profile (default: the normal credential chain)")
+    add_ami_options(aws)
     p.set_defaults(func=run)
 
 
@@ -79,12 +84,14 @@ def _show(value: Any) -> str:
 
 def run(args: argparse.Namespace, env: Env) -> int:
     from ..targets.inventory import load_inventory
+    from ..targets.resolve import with_ami_settings
 
     inventory = {s.name: s for path in args.inventory for s in load_inventory(path, check_paths=True)}
     sides = [_side(args.a, inventory), _side(args.b, inventory)]
     loaded: list[Baseline | dict[str, Any]] = []
     for side in sides:
         if isinstance(side, HostSpec):
+            (side,) = with_ami_settings([side], aws_from_args(args))
             snapshot = _collect(side, args.deadline, env)
             if snapshot is None:
                 return exitcodes.INCOMPLETE

@@ -34,6 +34,7 @@ HOST_KEYS = ("name", "target", "labels", "ssh")
 SSH_KEYS = tuple(f.name for f in fields(SSHOptions))
 _PATH_KEYS = ("identity_file", "known_hosts", "ssh_config")
 _INSTANCE_ID = re.compile(r"^m?i-[0-9a-f]{8}(?:[0-9a-f]{9})?$")
+_AMI_ID = re.compile(r"^ami-[0-9a-f]{8}(?:[0-9a-f]{9})?$")
 _REGION = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
 _BAD_NAME = re.compile(r"[\s\x00-\x1f\x7f]")
 
@@ -126,7 +127,8 @@ def parse_target(target: str) -> tuple[str, dict[str, Any]]:
     """Check a target URL; return its default host name and transport options.
 
     `local` → "local"; `ssh://[user@]host[:port]` → host; `ssm://i-…[?region=…]` → instance id
-    (options: region); `image:///abs/path` → the path (options: path). Raises InputError (no file).
+    (options: region); `image:///abs/path` → the path (options: path); `ami://ami-…[?region=…]` → the AMI
+    id (options: region). Raises InputError (no file).
     Control characters are refused everywhere (urlsplit would drop a newline silently), passwords in
     `ssh://user:password@host` are refused, and no message ever contains a password.
     """
@@ -137,26 +139,28 @@ def parse_target(target: str) -> tuple[str, dict[str, Any]]:
     shown = safe_target(target)
     if _CONTROL.search(target):
         raise InputError(f"bad target {shown}: control characters (newline, tab, …) are not allowed")
-    usage = "use local, ssh://[user@]host[:port], ssm://i-…[?region=…] or image:///path"
+    usage = "use local, ssh://[user@]host[:port], ssm://i-…[?region=…], image:///path or ami://ami-…[?region=…]"
     try:
         parts = urlsplit(target)
     except ValueError as exc:
         raise InputError(f"bad target {shown}: {exc}") from None
     if parts.scheme == "ssh":
         return _ssh_target(target, shown), {}
-    if parts.scheme == "ssm":
-        if not _INSTANCE_ID.match(parts.netloc) or parts.path not in ("", "/") or parts.fragment:
-            raise InputError(f"bad ssm target {shown}: use ssm://i-0123456789abcdef0[?region=us-east-1]")
+    if parts.scheme in ("ssm", "ami"):
+        pattern, example = ((_INSTANCE_ID, "ssm://i-0123456789abcdef0") if parts.scheme == "ssm"
+                            else (_AMI_ID, "ami://ami-0123456789abcdef0"))
+        if not pattern.match(parts.netloc) or parts.path not in ("", "/") or parts.fragment:
+            raise InputError(f"bad {parts.scheme} target {shown}: use {example}[?region=us-east-1]")
         options: dict[str, Any] = {}
         try:
             query = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
         except ValueError:
-            raise InputError(f"bad query in ssm target {shown}") from None
+            raise InputError(f"bad query in {parts.scheme} target {shown}") from None
         for key, value in query:
             if key != "region":
-                raise InputError(f"unknown option {key!r} in ssm target {shown} (only region)")
+                raise InputError(f"unknown option {key!r} in {parts.scheme} target {shown} (only region)")
             if not _REGION.match(value):
-                raise InputError(f"bad region {value!r} in ssm target {shown}")
+                raise InputError(f"bad region {value!r} in {parts.scheme} target {shown}")
             options["region"] = value
         return parts.netloc, options
     if parts.scheme == "image":

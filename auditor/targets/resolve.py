@@ -71,6 +71,17 @@ def with_ssm_settings(specs: list[HostSpec], aws: AwsOptions) -> list[HostSpec]:
             if s.target.startswith("ssm://") else s for s in specs]
 
 
+def with_ami_settings(specs: list[HostSpec], aws: AwsOptions) -> list[HostSpec]:
+    """Give every ami:// target this run's region/profile/--az/--attach-to."""
+    if not any(s.target.startswith("ami://") for s in specs):
+        return specs
+    from ..transport.ami import AmiSettings
+
+    settings = AmiSettings(region=aws.region, profile=aws.profile, az=aws.az, attach_to=aws.attach_to)
+    return [replace(s, options={**s.options, "ami": s.options.get("ami") or settings})
+            if s.target.startswith("ami://") else s for s in specs]
+
+
 def resolve_specs(opts: TargetOptions, notes: list[str] | None = None) -> list[HostSpec]:
     """Hosts from targets, inventories and --ec2 discovery; duplicate names are an input error.
 
@@ -81,7 +92,7 @@ def resolve_specs(opts: TargetOptions, notes: list[str] | None = None) -> list[H
         specs.extend(load_inventory(path, check_paths=True))
     if opts.aws.ec2:  # after every input file is validated: discovery calls AWS
         specs.extend(discovered_hosts(opts.aws, notes))
-    specs = with_ssm_settings(specs, opts.aws)
+    specs = with_ami_settings(with_ssm_settings(specs, opts.aws), opts.aws)
     if not specs:
         raise InputError("no targets: give TARGET…, -i INVENTORY or --ec2 FILTER (try `local`)")
     seen: set[str] = set()

@@ -1,4 +1,4 @@
-"""Transports by URL scheme: local, ssh://, ssm://, image://. A typed registry, no magic."""
+"""Transports by URL scheme: local, ssh://, ssm://, image://, ami://. A typed registry, no magic."""
 
 from __future__ import annotations
 
@@ -34,11 +34,18 @@ def _image(spec: HostSpec) -> Transport:
     return ImageTransport(spec)
 
 
+def _ami(spec: HostSpec) -> Transport:
+    from .ami import AmiTransport
+
+    return AmiTransport(spec)
+
+
 TRANSPORTS: dict[str, Callable[[HostSpec], Transport]] = {
     "local": _local,
     "ssh": _ssh,
     "ssm": _ssm,
     "image": _image,
+    "ami": _ami,
 }
 
 
@@ -49,7 +56,7 @@ def scheme_of(target: str) -> str:
     scheme = urlsplit(target).scheme
     if scheme not in TRANSPORTS:
         raise InputError(
-            f"unknown target {target!r}: use local, ssh://[user@]host[:port], ssm://i-…, image:///path"
+            f"unknown target {target!r}: use local, ssh://[user@]host[:port], ssm://i-…, image:///path, ami://ami-…"
         )
     return scheme
 
