@@ -82,3 +82,27 @@ def test_mount_options_never_replay_a_journal() -> None:
     assert xfs.startswith("ro,norecovery,nouuid,") and "sizelimit" not in xfs
     for opts in (ext, xfs):
         assert {"nodev", "nosuid", "noexec", "loop"} <= set(opts.split(","))
+
+
+def test_iam_policy_limits_volume_actions_to_the_tools_own_tags() -> None:
+    """docs/iam-policy.json: CreateVolume only with the tags the code sends, Attach/Detach/Delete only on
+    volumes carrying the tool tag, CreateTags only as part of CreateVolume, attach only to scanners."""
+    import json
+    from datetime import datetime, timezone
+
+    from auditor.transport import ami_aws
+
+    policy = json.loads((Path(__file__).resolve().parents[1] / "docs/iam-policy.json").read_text())
+    by_sid = {s["Sid"]: s for s in policy["Statement"]}
+    create = by_sid["AmiCreateOnlyTaggedVolumes"]
+    sent = [t["Key"] for t in ami_aws.tags("run", "ami-0123456789abcdef0", datetime.now(timezone.utc))]
+    assert sorted(create["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]) == sorted(sent)
+    assert create["Condition"]["StringEquals"] == {f"aws:RequestTag/{ami_aws.TOOL_TAG}": ami_aws.TOOL}
+    own = by_sid["AmiAttachDetachDeleteOnlyItsOwnVolumes"]
+    assert own["Resource"].endswith(":volume/*")
+    assert own["Condition"]["StringEquals"] == {f"aws:ResourceTag/{ami_aws.TOOL_TAG}": ami_aws.TOOL}
+    assert by_sid["AmiTagVolumesOnlyWhenCreating"]["Condition"]["StringEquals"] == {"ec2:CreateAction": "CreateVolume"}
+    for s in policy["Statement"]:
+        actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+        if {"ec2:AttachVolume", "ec2:DetachVolume", "ec2:DeleteVolume", "ec2:CreateTags"} & set(actions):
+            assert "Condition" in s and s["Resource"] != "*", s["Sid"]
