@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..models import Finding, severity_rank
@@ -104,9 +105,22 @@ def _reduce(edges: dict[tuple[str, str], list[str]]) -> dict[tuple[str, str], li
 
 
 def _link_text(findings: list[Finding]) -> str:
+    if len(findings) == 1:
+        return findings[0].link or findings[0].title
     texts = list(dict.fromkeys(f.link or f.title for f in findings))
     more = len(texts) - LINK_TEXTS
     return ", ".join(texts[:LINK_TEXTS]) + (f" (+{more} more)" if more > 0 else "")
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """How one set of fired rules forms a chain: its rules upstream first, the steps of its line (each a
+    `[missing: …]` marker or the rules told side by side) and its gaps. Depends only on which rules fired,
+    so hosts that fired the same rules share it; only the texts differ."""
+
+    rules: tuple[str, ...]
+    steps: tuple[str | tuple[str, ...], ...]
+    gaps: tuple[tuple[str, str, tuple[str, ...]], ...]
 
 
 def host_chains(findings: Iterable[Finding], graph: Graph) -> list[dict[str, Any]]:
@@ -117,20 +131,24 @@ def host_chains(findings: Iterable[Finding], graph: Graph) -> list[dict[str, Any
     for f in findings:
         if f.rule in pos and not f.waived and not not_evaluated(f):
             by_host[f.host][f.rule].append(f)
+    shapes: dict[frozenset[str], tuple[_Shape, ...]] = {}
     out: list[dict[str, Any]] = []
     for host in sorted(by_host):
-        out.extend(_chains_on_host(host, by_host[host], graph, pos, order))
+        fired = by_host[host]
+        key = frozenset(fired)
+        if key not in shapes:
+            shapes[key] = _shapes(key, graph, pos, order)
+        out.extend(_tell(host, shape, fired, pos) for shape in shapes[key])
     return out
 
 
-def _chains_on_host(host: str, fired: dict[str, list[Finding]], graph: Graph, pos: dict[str, int],
-                    order: dict[str, int]) -> list[dict[str, Any]]:
-    edges = _reduce({(a, b): via for a in fired for b, via in _reach(graph, a, set(fired)).items()})
+def _shapes(fired: frozenset[str], graph: Graph, pos: dict[str, int], order: dict[str, int]) -> tuple[_Shape, ...]:
+    edges = _reduce({(a, b): via for a in sorted(fired) for b, via in _reach(graph, a, set(fired)).items()})
     neighbours: dict[str, set[str]] = defaultdict(set)
     for a, b in edges:
         neighbours[a].add(b)
         neighbours[b].add(a)
-    chains, done = [], set()
+    shapes, done = [], set()
     for start in sorted(neighbours, key=lambda r: (pos[r], order.get(r, 0), r)):
         if start in done:
             continue
@@ -141,28 +159,37 @@ def _chains_on_host(host: str, fired: dict[str, list[Finding]], graph: Graph, po
                 component.add(r)
                 todo.extend(neighbours[r] - component)
         done |= component
-        chains.append(_chain(host, component, fired, edges, pos, order))
-    return chains
+        shapes.append(_shape(component, edges, pos, order))
+    return tuple(shapes)
 
 
-def _chain(host: str, rules: set[str], fired: dict[str, list[Finding]], edges: dict[tuple[str, str], list[str]],
-           pos: dict[str, int], order: dict[str, int]) -> dict[str, Any]:
+def _shape(rules: set[str], edges: dict[tuple[str, str], list[str]], pos: dict[str, int],
+           order: dict[str, int]) -> _Shape:
     mine = {e: via for e, via in edges.items() if e[0] in rules}
     layer: dict[str, int] = {}
     for rule in sorted(rules, key=lambda r: pos[r]):  # longest path inside the host's chain (edges go downstream)
         layer[rule] = max((layer[a] + 1 for (a, b) in mine if b == rule and a in layer), default=0)
-    ranked = sorted(rules, key=lambda r: (layer[r], pos[r], order.get(r, 0), r))
-    links: list[dict[str, Any]] = [{"rule": r, "severity": max((f.severity for f in fired[r]), key=severity_rank),
-              "items": sorted({f.item for f in fired[r] if f.item is not None}), "position": pos[r],
-              "text": _link_text(fired[r])} for r in ranked]
-    gaps = [{"from": a, "to": b, "missing": via} for (a, b), via in sorted(mine.items()) if via]
-    parts: list[str] = []
+    ranked = tuple(sorted(rules, key=lambda r: (layer[r], pos[r], order.get(r, 0), r)))
+    steps: list[str | tuple[str, ...]] = []
     for depth in range(max(layer.values()) + 1):
-        here = [link for link in links if layer[link["rule"]] == depth]
         incoming = [via for (a, b), via in mine.items() if layer[b] == depth]
         if incoming and all(incoming):  # every way into this step skips a link that did not fire
             missing = sorted({m for via in incoming for m in via}, key=lambda r: (pos[r], r))
-            parts.append(f"[missing: {', '.join(missing)}]")
-        parts.append(" + ".join(str(link["text"]) for link in here))
-    return {"host": host, "text": ARROW.join(parts), "partial": bool(gaps), "links": links, "gaps": gaps}
+            steps.append(f"[missing: {', '.join(missing)}]")
+        steps.append(tuple(r for r in ranked if layer[r] == depth))
+    gaps = tuple((a, b, tuple(via)) for (a, b), via in sorted(mine.items()) if via)
+    return _Shape(ranked, tuple(steps), gaps)
 
+
+def _worst(findings: list[Finding]) -> str:
+    return findings[0].severity if len(findings) == 1 else max((f.severity for f in findings), key=severity_rank)
+
+
+def _tell(host: str, shape: _Shape, fired: dict[str, list[Finding]], pos: dict[str, int]) -> dict[str, Any]:
+    texts = {r: _link_text(fired[r]) for r in shape.rules}
+    links = [{"rule": r, "severity": _worst(fired[r]),
+              "items": sorted({f.item for f in fired[r] if f.item is not None}), "position": pos[r],
+              "text": texts[r]} for r in shape.rules]
+    line = ARROW.join(step if isinstance(step, str) else " + ".join(texts[r] for r in step) for step in shape.steps)
+    return {"host": host, "text": line, "partial": bool(shape.gaps), "links": links,
+            "gaps": [{"from": a, "to": b, "missing": list(via)} for a, b, via in shape.gaps]}
