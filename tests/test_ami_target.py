@@ -412,3 +412,32 @@ def test_diff_of_two_amis(aws: AwsStandIns, scanner: str, attach: LoopAttach, tm
     assert paths["facts.os.pretty_name"]["actual"] == "Debian GNU/Linux 12.8"
     assert len(attach.calls) == 2
     assert_nothing_left(aws, attach)
+
+
+def test_two_amis_in_one_scan_get_different_device_names(aws: AwsStandIns, scanner: str, attach: LoopAttach,
+                                                         small_disk: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both runs describe the scanner before either attaches: without the process-wide reservation both
+    would pick /dev/sdf (EC2 refuses the second attach with "already in use")."""
+    import threading
+
+    amis = [make_ami(aws.ec2, f"parallel-{i}") for i in range(2)]
+    for _, snap in amis:
+        attach.disks[snap] = small_disk
+    both_described = threading.Barrier(2, timeout=60)
+    real = AmiRun.describe
+
+    def describe_together(self: AmiRun) -> None:
+        real(self)
+        both_described.wait()
+
+    monkeypatch.setattr(AmiRun, "describe", describe_together)
+    out = tmp_path / "out"
+    code = cli.main(["collect", *(f"ami://{a}" for a, _ in amis), "--region", REGION, "--attach-to", scanner,
+                     "--parallel", "2", "-o", str(out)], Env(io.StringIO(), io.StringIO()))
+    assert code == 0
+    assert sorted(device for _, device in attach.calls) == ["/dev/sdf", "/dev/sdg"]
+    assert_nothing_left(aws, attach)
+    from auditor.transport import ami as ami_module
+
+    assert not ami_module._RESERVED

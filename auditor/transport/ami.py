@@ -28,6 +28,11 @@ from . import ami_aws, ami_disk, imds
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
 from .image import ImageTransport
 
+# Device names this process has handed out and not yet given back: `scan ami://A ami://B` attaches two
+# volumes to one instance at once, and DescribeInstances does not yet show the other run's attachment.
+_RESERVED: set[tuple[str, str]] = set()  # (instance id, device name)
+_RESERVED_LOCK = threading.Lock()
+
 SETUP_BUDGET_S = 600.0  # create + attach + device, and again detach + delete: EBS takes seconds to minutes
 CLEANUP_BUDGET_S = 300.0
 
@@ -83,7 +88,10 @@ class AmiRun:
             raise TransportError(f"--az {self.az}: instance {self.instance_id} is in {az}; the volume must be "
                                  "in the AZ of the instance it is attached to")
         self.az = self.az or az
-        self.device_name = ami_aws.free_device_name(used)
+        with _RESERVED_LOCK:
+            mine = {name for inst, name in _RESERVED if inst == self.instance_id}
+            self.device_name = ami_aws.free_device_name(used | mine)
+            _RESERVED.add((str(self.instance_id), self.device_name))
 
     def create_volume(self) -> None:
         assert self.volumes and self.image and self.az
@@ -154,6 +162,9 @@ class AmiRun:
                 getattr(self, step)()
             except Exception as exc:  # noqa: BLE001 - go on: a later step may still succeed
                 problems.append(f"{step}: {exc}")
+        if not self.attached:  # the name is free again (a volume still attached keeps it taken)
+            with _RESERVED_LOCK:
+                _RESERVED.discard((str(self.instance_id), self.device_name))
         return problems
 
     def __enter__(self) -> AmiRun:
