@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from auditor.chaingraph import positions
 from auditor.cli import main
 from auditor.context import Env
-from auditor.judge.chains import host_chains, positions
+from auditor.judge.chains import host_chains
 from auditor.judge.engine import Judge
 from auditor.judge.rules import load_rules
 from auditor.models import Finding

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..chaingraph import upstream as rules_upstream
 from ..models import Finding
 from .normalize import split_path
 
@@ -55,21 +56,6 @@ class Causes:
         return OTHER
 
 
-def _upstream_ids(rules: Iterable[Mapping[str, Any]], rule: str) -> set[str]:
-    parents: dict[str, list[str]] = defaultdict(list)
-    for r in rules:
-        for nxt in r.get("leads_to") or ():
-            parents[str(nxt)].append(str(r.get("id")))
-    seen: set[str] = set()
-    todo = list(parents[rule])
-    while todo:
-        parent = todo.pop()
-        if parent not in seen:
-            seen.add(parent)
-            todo.extend(parents[parent])
-    return seen - {rule}
-
-
 def _scope(rule: Mapping[str, Any] | None, findings: list[Finding]) -> Scope:
     reads = tuple(str(p) for p in (rule or {}).get("reads") or ())
     return Scope(reads, frozenset(f.item for f in findings if f.item is not None))
@@ -90,5 +76,6 @@ def causes_for(symptom_rule: str | None, symptom_key: str | None, hosts: set[str
         if f.host in hosts and not f.waived:
             on_hosts[f.rule].append(f)
     own = _scope(meta.get(symptom_rule), on_hosts.get(symptom_rule, []))
-    upstream = tuple(_scope(meta.get(r), on_hosts.get(r, [])) for r in sorted(_upstream_ids(rules, symptom_rule)))
+    graph = {rid: [str(n) for n in r.get("leads_to") or ()] for rid, r in meta.items()}
+    upstream = tuple(_scope(meta.get(r), on_hosts.get(r, [])) for r in sorted(rules_upstream(graph, symptom_rule)))
     return Causes(own, upstream)

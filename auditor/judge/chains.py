@@ -10,53 +10,15 @@ finding's `link` text (its title when the rule has none), upstream first.
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..chaingraph import Graph, positions
 from ..models import Finding, severity_rank
 
-Graph = Mapping[str, Sequence[str]]  # rule id → rule ids it leads to, in declaration order
 ARROW = " → "
 LINK_TEXTS = 3  # findings of one rule told per link; the rest counted
-
-
-def positions(graph: Graph) -> dict[str, int]:
-    """Chain position of every rule with a `leads_to` edge in or out: the longest path from a chain start
-    (0 = a cause nothing declared leads to). Rules in no chain are absent."""
-    members = {r for r, nxt in graph.items() if nxt} | {n for nxt in graph.values() for n in nxt}
-    parents: dict[str, list[str]] = defaultdict(list)
-    for rule, nxt in graph.items():
-        for n in nxt:
-            parents[n].append(rule)
-    depth: dict[str, int] = {}
-    for rule in sorted(members):
-        stack = [rule]
-        while stack:  # iterative longest-path over an acyclic graph
-            top = stack[-1]
-            pending = [p for p in parents[top] if p not in depth]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            depth[top] = max((depth[p] + 1 for p in parents[top]), default=0)
-    return depth
-
-
-def upstream(graph: Graph, rule: str) -> set[str]:
-    """Every rule from which `leads_to` edges reach `rule` (not `rule` itself)."""
-    parents: dict[str, list[str]] = defaultdict(list)
-    for src, nxt in graph.items():
-        for n in nxt:
-            parents[n].append(src)
-    seen: set[str] = set()
-    todo = list(parents[rule])
-    while todo:
-        r = todo.pop()
-        if r not in seen:
-            seen.add(r)
-            todo.extend(parents[r])
-    return seen - {rule}
 
 
 def not_evaluated(finding: Finding) -> bool:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from ..chaingraph import positions
 from ..models import Report
 from ..options import JudgeOptions, RuleOptions
-from .chains import host_chains, positions
+from .chains import host_chains
 from .engine import Judge
 from .params import Override, load_config, parse_set
 from .rules import RuleSet, load_rules
