@@ -150,7 +150,8 @@ def _close_ansible_masters(work: Path) -> None:
         subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "x"], capture_output=True, timeout=10)
 
 
-def _run_tool(tool: str, files: dict[str, Path], n: int, work: Path, stats: Path | None) -> Run:
+def _run_tool(tool: str, files: dict[str, Path], n: int, work: Path, stats: Path | None,
+              setting_delay_ms: float | None = None) -> Run:
     cmd, env = _command(tool, files, n, work)
     if stats is not None:
         stats.write_text("")
@@ -168,7 +169,8 @@ def _run_tool(tool: str, files: dict[str, Path], n: int, work: Path, stats: Path
     ok = proc.returncode == 0 and (tool != "ansible" or " failed=0" in text and "unreachable=0" in text)
     turns = 0.0
     if stats is not None:
-        time.sleep(0.3)  # the proxy writes a connection's line when both sides closed
+        # the proxy writes a connection's line when both sides closed (each close is delayed too)
+        time.sleep(0.5 + 0.004 * (setting_delay_ms or 0))
         per: dict[str, int] = {}
         for line in stats.read_text().splitlines():
             rec = json.loads(line)
@@ -207,7 +209,7 @@ def bench(fleet: Fleet, n: int, delays: list[str], rounds: int, tools: list[str]
                     for tool in order:
                         if tool == "ansible" and ansible_rounds is not None and r >= ansible_rounds:
                             continue
-                        run = _run_tool(tool, files, n, work, stats)
+                        run = _run_tool(tool, files, n, work, stats, setting.delay_ms)
                         setting.runs.append(run)
                         print(f"  [{setting.name}] round {r + 1} {tool:12s} wall {run.wall:6.2f} s  cpu "
                               f"{run.cpu:5.2f} s  turns/host {run.turns:5.0f}  load {_loadavg()} {run.note}",

@@ -115,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("pairs", nargs="+", metavar="LISTEN=TARGET")
     args = ap.parse_args(argv)
     pairs = [tuple(p.split("=", 1)) for p in args.pairs]
-    with open(args.stats, "a", encoding="utf-8") as stats:
-        with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
-            asyncio.run(_main(pairs, args.delay_ms / 1000.0, stats))  # type: ignore[arg-type]
+    with open(args.stats, "a", encoding="utf-8") as stats, \
+            contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
+        asyncio.run(_main(pairs, args.delay_ms / 1000.0, stats))  # type: ignore[arg-type]
     return 0
 
 

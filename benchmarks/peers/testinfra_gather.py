@@ -10,21 +10,23 @@ Prints one JSON line per host: {"host", "facts": N values gathered, "error"}.
 from __future__ import annotations
 
 import json
-import warnings
 import sys
 import threading
 import time
+import warnings
+from pathlib import Path
 from typing import Any
 
 import testinfra
 
 SYSCTLS = (
-    "kernel.pid_max kernel.threads-max kernel.panic kernel.numa_balancing vm.swappiness vm.max_map_count "
-    "vm.overcommit_memory vm.min_free_kbytes vm.dirty_ratio vm.dirty_background_ratio vm.zone_reclaim_mode "
-    "net.core.somaxconn net.core.netdev_max_backlog net.core.rmem_max net.core.wmem_max net.ipv4.ip_forward "
-    "net.ipv4.tcp_keepalive_time net.ipv4.ip_local_port_range net.netfilter.nf_conntrack_max "
-    "net.bridge.bridge-nf-call-iptables fs.file-max fs.inotify.max_user_watches fs.inotify.max_user_instances"
-).split()
+    "kernel.pid_max", "kernel.threads-max", "kernel.panic", "kernel.numa_balancing", "vm.swappiness",
+    "vm.max_map_count", "vm.overcommit_memory", "vm.min_free_kbytes", "vm.dirty_ratio", "vm.dirty_background_ratio",
+    "vm.zone_reclaim_mode", "net.core.somaxconn", "net.core.netdev_max_backlog", "net.core.rmem_max",
+    "net.core.wmem_max", "net.ipv4.ip_forward", "net.ipv4.tcp_keepalive_time", "net.ipv4.ip_local_port_range",
+    "net.netfilter.nf_conntrack_max", "net.bridge.bridge-nf-call-iptables", "fs.file-max",
+    "fs.inotify.max_user_watches", "fs.inotify.max_user_instances",
+)
 FILES = ("/etc/os-release", "/proc/cmdline", "/sys/kernel/mm/transparent_hugepage/enabled",
          "/sys/kernel/mm/transparent_hugepage/defrag", "/proc/meminfo", "/proc/sys/kernel/hostname",
          "/proc/sys/kernel/random/boot_id", "/proc/uptime", "/etc/machine-id", "/proc/cgroups",
@@ -94,7 +96,7 @@ def gather(host: Any, binaries: list[str]) -> dict[str, Any]:
 
 def main() -> int:
     warnings.simplefilter("ignore")  # testinfra's paramiko backend warns about every host key it does not check
-    cfg = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    cfg = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     out: dict[str, dict[str, Any]] = {}
 
     def one(name: str, addr: str, port: int) -> None:
