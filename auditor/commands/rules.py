@@ -13,6 +13,7 @@ from ..judge.engine import Judge
 from ..judge.rules import RuleSet, rule_files
 from ..judge.stage import load_ruleset
 from ..judge.waivers import load_waivers
+from ..models import Finding
 from .rule_options import add_rule_options, rule_options
 
 
@@ -66,11 +67,22 @@ def run_check(args: argparse.Namespace, env: Env) -> int:
     env.out(f"{args.path}: OK — {len(mine)} rule(s) valid ({', '.join(r.id for r in mine)})")
     if args.snapshot:
         judge = Judge(RuleSet(mine, ruleset.packs, ruleset.files))
+        snaps = []
         for path in args.snapshot:
             snap = load_snapshot_file(path)
+            snaps.append(snap)
             findings = judge.judge(snap)
             env.out(f"{path} ({snap.get('name')}): {len(findings)} finding(s)")
-            for f in findings:
-                item = f" [{f.item}]" if f.item else ""
-                env.out(f"  [{f.severity.upper():8}] {f.rule}{item}: {f.title}")
+            _show_findings(env, findings)
+        if any(r.fleet is not None for r in mine):  # fleet rules: over all the snapshots given
+            findings = judge.judge_fleet(snaps)
+            env.out(f"fleet rules over {len(snaps)} snapshot(s): {len(findings)} finding(s)")
+            _show_findings(env, findings, host=True)
     return 0
+
+
+def _show_findings(env: Env, findings: list[Finding], host: bool = False) -> None:
+    for f in findings:
+        item = f" [{f.item}]" if f.item else ""
+        who = f"{f.host}: " if host else ""
+        env.out(f"  [{f.severity.upper():8}] {who}{f.rule}{item}: {f.title}")

@@ -22,6 +22,7 @@ from jmespath.exceptions import JMESPathError
 
 from ..collect.schema import fact_tree
 from ..models import Finding
+from . import fleet
 from .functions import OPTIONS
 from .rules import Rule, RuleSet
 from .templates import render_title
@@ -62,10 +63,15 @@ class _Digests:
             self.memo[memo_key] = _digest(value)
         return self.memo[memo_key]
 
-    def root(self, name: str) -> bytes:
-        if name not in self.memo:
-            self.memo[name] = _digest(self.snapshot if name == "*" else self.snapshot.get(name))
-        return self.memo[name]
+    def root(self, name: str, keys: tuple[str, ...] | None = None) -> bytes:
+        """Digest of a top-level value, or of only `keys` of it (a rule that reads host.az alone)."""
+        memo_key = f"{name}:{','.join(keys)}" if keys else name
+        if memo_key not in self.memo:
+            value = self.snapshot if name == "*" else self.snapshot.get(name)
+            if keys and isinstance(value, dict):
+                value = {k: value.get(k) for k in keys}
+            self.memo[memo_key] = _digest(value)
+        return self.memo[memo_key]
 
 
 def _item_name(rule: Rule, match: Any, ctx: dict[str, Any]) -> str | None:
@@ -144,7 +150,7 @@ class Judge:
         if "*" in rule.roots:
             return index, (digests.root("*"),)
         parts = [digests.area(a, k) for a, k in rule.reads]
-        parts.extend(digests.root(r) for r in self._roots[index])
+        parts.extend(digests.root(r, rule.root_keys.get(r)) for r in self._roots[index])
         return index, tuple(parts)
 
     def judge(self, snapshot: dict[str, Any]) -> list[Finding]:
@@ -156,6 +162,8 @@ class Judge:
         absent |= {a for r in self.rules for a in r.areas if a not in digests.facts}
         out: list[Finding] = []
         for index, rule in enumerate(self.rules):
+            if rule.fleet is not None:
+                continue  # over all hosts: judge_all
             if not_applicable and rule.areas & not_applicable and not rule.areas >= _all_areas():
                 continue  # reads a fact that does not apply here (a rule over all facts still runs)
             unknown = _unknown(rule, snapshot, absent) if absent else None
@@ -176,7 +184,34 @@ class Judge:
         return out
 
     def judge_all(self, snapshots: list[dict[str, Any]]) -> list[Finding]:
+        """Every host's findings, then the fleet rules' over all of them."""
         findings: list[Finding] = []
         for snapshot in snapshots:
             findings.extend(self.judge(snapshot))
-        return findings
+        return findings + self.judge_fleet(snapshots)
+
+    def judge_fleet(self, snapshots: list[dict[str, Any]]) -> list[Finding]:
+        """The fleet rules' findings over all `snapshots` (one scan)."""
+        return [f for rule in self.rules if rule.fleet is not None for f in self._fleet(rule, snapshots)]
+
+    def _fleet(self, rule: Rule, snapshots: list[dict[str, Any]]) -> list[Finding]:
+        """A fleet rule: hosts that lack an area it reads get "could not be evaluated" (not applicable: left out)."""
+        skipped: list[Finding] = []
+
+        def skip(snapshot: dict[str, Any]) -> bool:
+            facts = snapshot.get("facts") or {}
+            not_applicable = set(snapshot.get("not_applicable") or ())
+            missing = {a for a in rule.areas if facts.get(a) is None}
+            if missing & not_applicable:
+                return True
+            unknown = _unknown(rule, snapshot, missing) if missing else None
+            if unknown is not None:
+                skipped.append(replace(unknown, host=str(snapshot.get("name") or snapshot.get("target") or "?")))
+                return True
+            return False
+
+        try:
+            found = fleet.evaluate(rule, snapshots, skip)
+        except (JMESPathError, TypeError, ValueError) as exc:
+            found = [replace(_not_evaluated(rule, "error", f"{type(exc).__name__}: {exc}", {}), host="*")]
+        return skipped + found

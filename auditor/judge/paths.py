@@ -86,7 +86,11 @@ def list_of(spec: FactSpec | None) -> FactSpec | None:
 
 def _field(spec: FactSpec | None, name: str, reads: Reads, note: bool = True) -> FactSpec | None:
     """Step into field `name`; `note=False` for a step that a longer chain continues (only chain ends are read)."""
-    if spec is None or spec.type == "map":
+    if spec is None:
+        return None
+    if spec.type == "map":  # free keys: the entry read is still a read (labels.az, facts.kernel.sysctls.x)
+        if note:
+            reads.note(f"{spec.path}.{name}")
         return None
     shown = spec.path or "the snapshot"
     if spec.type == "list":

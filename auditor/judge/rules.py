@@ -14,6 +14,10 @@ A pack file:
         evidence: {dying: facts.cgroups.memory.dying}             # name → JMESPath over the snapshot + `item`
         leads_to: [cpu.hot-core-system-time]                      # incident chain: what this finding causes
         link: "{{ evidence.dying | thousands }} dying memcgs"     # its short text in a chain's one line
+      - id: fleet.shared-machine-id                             # a fleet rule: over all hosts of a scan
+        title: "{{ item.count }} hosts share machine-id {{ item.value }}: {{ item.hosts | join(', ') }}"
+        severity: high
+        fleet: {unique: host.machine_id}          # or {agree: PATH, within: LABEL}; `where:` filters hosts
 """
 
 from __future__ import annotations
@@ -42,10 +46,24 @@ from .templates import TemplateError, compile_title
 
 PACK_KEYS = {"pack", "description", "params", "rules"}
 RULE_KEYS = {"id", "name", "title", "severity", "description", "remediation", "tags", "when", "select", "item",
-             "evidence", "leads_to", "link"}
+             "evidence", "leads_to", "link", "fleet"}
+FLEET_KEYS = {"unique", "agree", "within", "where"}
 REQUIRED = ("id", "title", "severity")
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 FREE_ITEM = FactSpec("item", "map")
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """A fleet rule's test over all hosts of a scan (judge/fleet.py): `unique` — no value of `path` is held
+    by two hosts (within one `within` label group when given); `agree` — every host of a `within` group
+    has the same value. `where`: only hosts where this JMESPath is true take part."""
+
+    kind: str  # unique | agree
+    path: str
+    expr: Any  # compiled JMESPath of `path`
+    within: str | None
+    where: Any | None
 
 
 @dataclass(frozen=True)
@@ -74,6 +92,8 @@ class Rule:
     leads_to: tuple[str, ...] = ()  # rule ids this finding leads to in an incident chain (chains.py)
     leads_to_lines: tuple[int, ...] = ()  # file line of each entry, for errors
     link: Any | None = None  # compiled jinja2 template: this finding's short text in a chain's one line
+    fleet: FleetSpec | None = None  # a fleet rule: evaluated over all snapshots of a scan, not per host
+    root_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # root → the only keys read (host.az…)
 
 
 @dataclass
@@ -260,9 +280,14 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
     if severity not in SEVERITIES:
         raise InputError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}", where,
                          node.line_of("severity"))
-    if "when" not in node and "select" not in node:
-        raise InputError("rule needs a condition: `when` (host-level) and/or `select` (one finding per item)", where,
-                         node.line)
+    if "fleet" in node:
+        for key in ("when", "select", "item", "evidence"):
+            if key in node:
+                raise InputError(f"a fleet rule takes no {key!r} (use fleet.where to choose hosts; its evidence is "
+                                 "the value and the hosts that hold it)", where, node.line_of(key))
+    elif "when" not in node and "select" not in node:
+        raise InputError("rule needs a condition: `when` (host-level) and/or `select` (one finding per item), "
+                         "or `fleet` (over all hosts)", where, node.line)
     tags = node.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise InputError("'tags' must be a list of strings", where, node.line_of("tags"))
@@ -294,14 +319,20 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
         compiled, _, r = _compile_expr(ev[name], name, ev, pack, item_spec)
         reads.merge(r)
         evidence.append((str(name), compiled))
-    if not evidence and select is None:  # a host-level rule shows the facts its condition read
+    fleet = None
+    if "fleet" in node:
+        fleet, r = _compile_fleet(node["fleet"], node, pack)
+        reads.merge(r)
+        item_spec = FREE_ITEM
+    if not evidence and select is None and fleet is None:  # a host-level rule shows the facts its condition read
         evidence = [(p, jmespath.compile(p)) for p in sorted(when_paths) if _plain_path(p)]
     title_src = node["title"]
     if not isinstance(title_src, str) or not title_src.strip():
         raise InputError("'title' must be a non-empty string (a jinja2 template)", where, node.line_of("title"))
     try:
         title, r = compile_title(title_src, root_spec(item_spec), params=pack.params,
-                                 evidence=[n for n, _ in evidence] if evidence or select is None else None)
+                                 evidence=[n for n, _ in evidence] if (evidence or select is None) and fleet is None
+                                 else None)
     except TemplateError as exc:
         raise InputError(str(exc), where, _title_line(where, node.line_of("title"), exc.lineno)) from None
     reads.merge(r)
@@ -328,9 +359,9 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
         description=_str(node, "description", where).strip(), remediation=_str(node, "remediation", where).strip(),
         tags=tuple(tags), when=when, select=select, item_expr=item_expr, item_key=item_key,
         evidence=tuple(evidence), areas=frozenset(areas), reads=_area_keys(reads, areas),
-        roots=frozenset(reads.roots - {"facts"}),
+        roots=frozenset(reads.roots - {"facts", "item"}),
         params=dict(pack.params), source=where, line=node.line, leads_to=leads_to, leads_to_lines=leads_to_lines,
-        link=link,
+        link=link, fleet=fleet, root_keys=_root_keys(reads),
     )
 
 
@@ -377,6 +408,43 @@ def check_chains(rules: list[Rule]) -> None:
     for rule in rules:
         if rule.id not in state:
             visit(rule, [])
+
+
+def _root_keys(reads: Reads) -> dict[str, tuple[str, ...]]:
+    """For `host` and `labels`, the keys a rule reads when it reads only some (`host.az`, `labels.az`): results
+    are then shared between hosts that agree on those keys, not only between hosts with equal identities."""
+    out: dict[str, tuple[str, ...]] = {}
+    for root in ("host", "labels"):
+        if root not in reads.roots or "*" in reads.roots:
+            continue
+        keys = {p.partition(".")[2].split(".")[0].split("[")[0] for p in reads.paths if p.split(".")[0] == root}
+        if keys and "" not in keys:
+            out[root] = tuple(sorted(keys))
+    return out
+
+
+def _compile_fleet(spec: Any, node: LineDict, pack: Pack) -> tuple[FleetSpec, Reads]:
+    """`fleet: {unique: PATH [, within: LABEL]}` or `{agree: PATH, within: LABEL}` (+ optional `where`)."""
+    where, line = pack.source, node.line_of("fleet")
+    if not isinstance(spec, LineDict):
+        raise InputError("'fleet' must be a mapping: {unique: PATH} or {agree: PATH, within: LABEL}", where, line)
+    reject_unknown_keys(spec, FLEET_KEYS, where, "fleet")
+    kinds = [k for k in ("unique", "agree") if k in spec]
+    if len(kinds) != 1:
+        raise InputError("'fleet' needs exactly one of `unique: PATH` or `agree: PATH`", where, line)
+    kind = kinds[0]
+    within = spec.get("within")
+    if within is not None and (not isinstance(within, str) or not re.fullmatch(r"[A-Za-z0-9_:./-]{1,128}", within)):
+        raise InputError("fleet.within must be a label name (az, az_id, ami_id, cluster, …)", where,
+                         spec.line_of("within"))
+    if kind == "agree" and within is None:
+        raise InputError("fleet.agree needs `within: LABEL` (the group whose hosts must agree)", where, line)
+    expr, _, reads = _compile_expr(spec[kind], kind, spec, pack, None)
+    cond = None
+    if "where" in spec:
+        cond, _, r = _compile_expr(spec["where"], "where", spec, pack, None)
+        reads.merge(r)
+    return FleetSpec(kind, str(spec[kind]), expr, within, cond), reads
 
 
 def load_rules(dirs: Iterable[str | Path] = (), builtin: bool = True,
