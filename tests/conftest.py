@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # make `tests.fleet` importable
 
 from tests import reliability  # noqa: E402
-from tests.fleet import Fleet, unavailable_reason  # noqa: E402
+from tests.fleet import RELEASE_FLEET, Fleet, unavailable_reason  # noqa: E402
 
 IN_CI = os.environ.get("CI") == "true"
 # Which reliability suite a test belongs to, by folder (for the end-of-run summary).
@@ -69,6 +69,17 @@ def fleet(request: pytest.FixtureRequest) -> Iterator[Fleet]:
         yield Fleet.attach()
         return
     f = Fleet(extra=int(os.environ.get("AMI_AUDITOR_FLEET_EXTRA", "0")))
+    request.addfinalizer(f.down)
+    f.up()
+    yield f
+
+
+@pytest.fixture(scope="session")
+def release_fleet(request: pytest.FixtureRequest) -> Iterator[Fleet]:
+    """bullseye-a/-b and trixie-a/-b (tests/fleet README), beside the main fleet; only for the
+    multi-release tests, so a run that selects none of them never boots it."""
+    _fleet_or_skip()
+    f = Fleet(releases=RELEASE_FLEET)
     request.addfinalizer(f.down)
     f.up()
     yield f

@@ -1,4 +1,4 @@
-"""Build (once) and cache the Debian bookworm base root that every fleet host overlays.
+"""Build (once) and cache the Debian base roots (bullseye, bookworm, trixie) that fleet hosts overlay.
 
 The base is debootstrapped into a temporary directory next to its final place and renamed only
 when complete, so an interrupted build is never reused. A file lock serialises concurrent builders.
@@ -13,9 +13,13 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 RELEASE = "bookworm"
+# The Debian releases a fleet host can be built from, with the systemd major version each ships.
+SYSTEMD_MAJOR = {"bullseye": 247, "bookworm": 252, "trixie": 257}
+RELEASES = tuple(SYSTEMD_MAJOR)
 DEFAULT_CACHE = Path("/var/cache/ami-auditor-fleet")
 PACKAGES = (
     "systemd",
@@ -64,8 +68,13 @@ def base_path(release: str = RELEASE) -> Path:
     return cache_dir() / f"base-{release}"
 
 
-def apt_mirror() -> str:
-    """The Debian mirror this host's apt uses (deb822 `URIs:` or one-line `deb URI suite`)."""
+def apt_mirror(release: str = RELEASE) -> str:
+    """The Debian mirror this host's apt uses (deb822 `URIs:` or one-line `deb URI suite`).
+
+    Any non-security Debian stanza names the mirror (one mirror serves every release); that it
+    really serves `release` is checked before debootstrap (`check_mirror`).
+    """
+    _check_release(release)
     candidates: list[str] = []
     for path in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
         for stanza in re.split(r"\n\s*\n", path.read_text()):
@@ -74,17 +83,38 @@ def apt_mirror() -> str:
                 for m in re.finditer(r"^([A-Za-z-]+):\s*(.*)$", stanza, re.M)
             )
             suites = fields.get("suites", "").split()
-            if "deb" in fields.get("types", "").split() and any(s in (RELEASE, "stable") for s in suites):
+            if "deb" in fields.get("types", "").split() and any(_debian_suite(s) for s in suites):
                 candidates += fields.get("uris", "").split()
     for path in [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*.list"))]:
         if path.exists():
             for m in re.finditer(r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)", path.read_text(), re.M):
-                if m.group(2) in (RELEASE, "stable"):
+                if _debian_suite(m.group(2)):
                     candidates.append(m.group(1))
     for uri in candidates:
         if "security" not in uri:
             return uri
-    raise RuntimeError("no Debian mirror for bookworm found in /etc/apt/sources.list{,.d/}")
+    raise RuntimeError("no Debian mirror found in /etc/apt/sources.list{,.d/}")
+
+
+def _debian_suite(suite: str) -> bool:
+    """True for a Debian release suite (`bookworm`, `bookworm-updates`, `stable`...), not `-security`."""
+    base = suite.split("-", 1)[0]
+    return (base in RELEASES or base in ("stable", "oldstable", "testing")) and not suite.endswith("-security")
+
+
+def _check_release(release: str) -> None:
+    if release not in RELEASES:
+        raise ValueError(f"unknown fleet release {release!r}; one of {', '.join(RELEASES)}")
+
+
+def check_mirror(mirror: str, release: str, timeout: float = 30.0) -> None:
+    """Fail early, naming the mirror, when it does not serve `dists/<release>/InRelease`."""
+    url = f"{mirror.rstrip('/')}/dists/{release}/InRelease"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - the host's own apt mirror
+            resp.read(64)
+    except (OSError, ValueError) as e:
+        raise RuntimeError(f"the apt mirror {mirror} does not serve Debian {release} ({url}: {e})") from e
 
 
 def _log(msg: str) -> None:
@@ -133,7 +163,8 @@ def base_is_current(path: Path) -> bool:
 
 
 def ensure_base(release: str = RELEASE) -> Path:
-    """Return the cached base root, debootstrapping it first when missing or stale."""
+    """Return the cached base root of `release`, debootstrapping it first when missing or stale."""
+    _check_release(release)
     final = base_path(release)
     if base_is_current(final):
         return final
@@ -145,7 +176,8 @@ def ensure_base(release: str = RELEASE) -> Path:
         for stale in final.parent.glob(f".{final.name}.tmp-*"):
             shutil.rmtree(stale, ignore_errors=True)
         tmp = final.parent / f".{final.name}.tmp-{os.getpid()}"
-        mirror = apt_mirror()
+        mirror = apt_mirror(release)
+        check_mirror(mirror, release)
         started = time.monotonic()
         _log(f"debootstrapping {release} base into {tmp} (mirror from apt sources)")
         cmd = [
@@ -173,4 +205,5 @@ def ensure_base(release: str = RELEASE) -> Path:
 
 
 if __name__ == "__main__":
-    print(ensure_base())
+    for name in sys.argv[1:] or [RELEASE]:
+        print(ensure_base(name))

@@ -1,8 +1,10 @@
-"""The real test fleet: systemd-nspawn containers on overlays of one debootstrapped base root.
+"""The real test fleet: systemd-nspawn containers on overlays of debootstrapped Debian base roots.
 
 Each host boots real systemd and a real sshd listening on its own loopback address (port 22) in the
 host's network namespace. The scenario mirrors the incident in FIELD-NOTES §1: `ecs.service`
 crash-loops on the AZ-b hosts only, and their kubelet came from another download source.
+The main fleet runs bookworm; `Fleet(releases=[...])` is a second, separate fleet with one AZ-a and
+one AZ-b host per Debian release (bullseye, bookworm, trixie), trixie on a cgroup v2 hierarchy.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ if not 2 <= NET <= 250:
     raise ValueError("AMI_AUDITOR_FLEET_NET: 2..250")
 STATE_ROOT = Path(os.environ.get("AMI_AUDITOR_FLEET_STATE")
                   or ("/var/tmp/ami-auditor-fleet" if NET == 2 else f"/var/tmp/ami-auditor-fleet-net{NET}"))
+# The multi-release fleet has its own state root and lock, so it can run beside the main fleet.
+RELEASES_STATE_ROOT = STATE_ROOT.with_name(STATE_ROOT.name + "-releases")
 PAYLOAD = Path(__file__).with_name("payload")
 AMI_ID = "ami-0c7217cdde317cfec"
 REGION = "us-east-1"
@@ -45,6 +49,13 @@ UPSTREAM_KUBELET_URL = "https://dl.k8s.io/release/v1.29.3/bin/linux/amd64/kubele
 EXTRA_UNIT = "node-exporter-extra.service"
 SSH_PORT = 22
 NSPAWN_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+# Releases booted with a unified (cgroup v2) hierarchy although this host is hybrid: systemd >= 256
+# refuses to boot on cgroup v1/hybrid. nspawn mounts the host's cgroup2 hierarchy (the tracking-only
+# /sys/fs/cgroup/unified; the memory controller stays bound to v1) inside a cgroup namespace.
+UNIFIED_RELEASES = frozenset({"trixie"})
+DEBIAN_VERSION = {"bullseye": "11", "bookworm": "12", "trixie": "13"}
+# The multi-release fleet of the tests (conftest `release_fleet`): bookworm comes from the main fleet.
+RELEASE_FLEET = ("bullseye", "trixie")
 EXEC_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
             "LANG": "C.UTF-8", "TERM": "dumb"}
 
@@ -58,6 +69,12 @@ class HostSpec:
     labels: dict[str, str]
     enabled_units: tuple[str, ...] = ()
     kubelet: str = "eks"  # "eks" or "upstream": where the node bootstrap downloaded kubelet from
+    release: str = builder.RELEASE  # the Debian release of the base root
+
+    @property
+    def unified_cgroup(self) -> bool:
+        """True when the host boots with a cgroup v2 (unified) hierarchy."""
+        return self.release in UNIFIED_RELEASES
 
     @property
     def az(self) -> str:
@@ -74,6 +91,25 @@ SCENARIO: tuple[HostSpec, ...] = (
     HostSpec("b3", f"127.0.{NET}.23", {"az": "us-east-1b"}, enabled_units=("ecs.service",), kubelet="upstream"),
 )
 AZ_B_HOSTS = tuple(h.name for h in SCENARIO if h.az == "us-east-1b")
+
+
+def release_hosts(releases: Iterable[str]) -> list[HostSpec]:
+    """Two hosts per Debian release, in both AZ roles: `<release>-a` like golden (ecs.service disabled,
+    EKS kubelet) and `<release>-b` like b1 (ecs.service enabled and crash-looping, upstream kubelet).
+
+    Addresses 127.0.NET.(31+10*i)/(32+10*i) by the release's place in builder.RELEASES (bullseye .31/.32,
+    bookworm .41/.42, trixie .51/.52): apart from the main scenario's, so both fleets can run at once.
+    """
+    specs = []
+    for release in releases:
+        i = builder.RELEASES.index(release)
+        labels = {"release": release}
+        specs += [
+            HostSpec(f"{release}-a", f"127.0.{NET}.{31 + 10 * i}", {"az": "us-east-1a", **labels}, release=release),
+            HostSpec(f"{release}-b", f"127.0.{NET}.{32 + 10 * i}", {"az": "us-east-1b", **labels},
+                     enabled_units=("ecs.service",), kubelet="upstream", release=release),
+        ]
+    return specs
 
 
 def extra_hosts(n: int) -> list[HostSpec]:
@@ -369,6 +405,15 @@ def _tracking_hierarchies() -> list[Path]:
     return found
 
 
+def _fstype(mount: Path) -> str | None:
+    """Filesystem type of the mount point `mount` (from /proc/self/mountinfo)."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        pre, _, post = line.partition(" - ")
+        if Path(pre.split()[4]) == mount:
+            return post.split()[0]
+    return None
+
+
 def host_cgroups(run: str, host: str) -> list[Path]:
     """The per-host cgroup directories (one per tracking hierarchy) a host's nspawn runs in."""
     return [h / CGROUP_GROUP / run / host for h in _tracking_hierarchies()]
@@ -411,12 +456,14 @@ def cleanup_run(run_dir: Path, timeout: float = 15.0) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def cleanup_stale(force: bool = False) -> list[Path]:
-    """Clean fleet runs whose owner process is gone (all runs with `force`). Returns what was cleaned."""
-    cleaned = []
-    if not STATE_ROOT.is_dir():
+def cleanup_stale(force: bool = False, root: Path | None = None) -> list[Path]:
+    """Clean fleet runs under `root` (default: the main fleet's) whose owner process is gone (all runs with
+    `force`). Returns what was cleaned."""
+    root = root or STATE_ROOT
+    cleaned: list[Path] = []
+    if not root.is_dir():
         return cleaned
-    for run_dir in sorted(STATE_ROOT.iterdir()):
+    for run_dir in sorted(root.iterdir()):
         if not run_dir.is_dir():
             continue
         meta: dict[str, object] = {}
@@ -435,17 +482,22 @@ def cleanup_stale(force: bool = False) -> list[Path]:
 class Fleet:
     """Boot, drive and tear down the test fleet. Use as a context manager or call up()/down()."""
 
-    def __init__(self, extra: int = 0, state_dir: Path | None = None, boot_timeout: float | None = None):
-        specs = list(SCENARIO) + extra_hosts(extra)
-        run = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-        self.dir = Path(state_dir) if state_dir else STATE_ROOT / run
+    def __init__(self, extra: int = 0, state_dir: Path | None = None, boot_timeout: float | None = None,
+                 releases: Sequence[str] | None = None):
+        """The main scenario (golden, a1-a3, b1-b3 + `extra` benchmark hosts), or with `releases` the
+        multi-release fleet (`release_hosts`): its own state root and lock, so both can run at once."""
+        self.releases = tuple(releases) if releases else None
+        specs = release_hosts(self.releases) if self.releases else list(SCENARIO) + extra_hosts(extra)
+        self.state_root = RELEASES_STATE_ROOT if self.releases else STATE_ROOT
+        run = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}" + ("-releases" if self.releases else "")
+        self.dir = Path(state_dir) if state_dir else self.state_root / run
         self.hosts: list[Host] = [Host(s, self.dir / "hosts" / s.name) for s in specs]
         self._by_name = {h.name: h for h in self.hosts}
         self.identity_file = self.dir / "id_ed25519"
         self.known_hosts = self.dir / "known_hosts"
         self.inventory_path = self.dir / "inventory.yaml"
         self.boot_timeout = boot_timeout or 90.0 + 2.0 * len(self.hosts)
-        self.base: Path | None = None
+        self.bases: dict[str, Path] = {}
         self.timings: dict[str, float] = {}
         self._lock_file: object | None = None
         self._down = False
@@ -459,6 +511,11 @@ class Fleet:
 
     def __exit__(self, *exc: object) -> None:
         self.down()
+
+    @property
+    def az_b_hosts(self) -> list[str]:
+        """Names of this fleet's AZ-b hosts (ecs.service enabled and crash-looping)."""
+        return [h.name for h in self.hosts if h.az == "us-east-1b"]
 
     def host(self, name: str) -> Host:
         """The host called `name` (KeyError if there is none)."""
@@ -474,7 +531,8 @@ class Fleet:
         _install_term_handler()
         try:
             t0 = time.monotonic()
-            self.base = builder.ensure_base()
+            for release in sorted({h.spec.release for h in self.hosts}, key=builder.RELEASES.index):
+                self.bases[release] = builder.ensure_base(release)
             self.timings["base"] = time.monotonic() - t0
             check_port_free(h.address for h in self.hosts)
             tune_kernel()
@@ -537,8 +595,9 @@ class Fleet:
 
     def _take_lock(self) -> None:
         """One fleet per machine at a time (they would share 127.0.NET.x:22): wait for the lock."""
-        STATE_ROOT.mkdir(parents=True, exist_ok=True)
-        lock = open(STATE_ROOT / ".lock", "a+")  # noqa: SIM115 - held for the fleet's lifetime
+        root = self.state_root
+        root.mkdir(parents=True, exist_ok=True)
+        lock = open(root / ".lock", "a+")  # noqa: SIM115 - held for the fleet's lifetime
         wait = float(os.environ.get("AMI_AUDITOR_FLEET_LOCK_WAIT", "900"))
         deadline = time.monotonic() + wait
         said = False
@@ -549,21 +608,22 @@ class Fleet:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     lock.close()
-                    raise RuntimeError(f"another test fleet holds {STATE_ROOT}/.lock for over {wait:.0f} s") \
+                    raise RuntimeError(f"another test fleet holds {root}/.lock for over {wait:.0f} s") \
                         from None
                 if not said:
-                    _log(f"another test fleet is running; waiting up to {wait:.0f} s for {STATE_ROOT}/.lock "
+                    _log(f"another test fleet is running; waiting up to {wait:.0f} s for {root}/.lock "
                          "(AMI_AUDITOR_FLEET_ATTACH=1 makes the tests use that fleet instead)")
                     said = True
                 time.sleep(1)
         self._lock_file = lock
-        cleanup_stale()
+        cleanup_stale(root=root)
         self.dir.mkdir(parents=True)
         self._write_meta(ready=False)
 
     def _write_meta(self, ready: bool) -> None:
         meta = {"owner_pid": os.getpid(), "owner_start": _start_time(os.getpid()),
-                "extra": len(self.hosts) - len(SCENARIO), "ready": ready, "inventory": str(self.inventory_path)}
+                "extra": 0 if self.releases else len(self.hosts) - len(SCENARIO),
+                "releases": list(self.releases or ()), "ready": ready, "inventory": str(self.inventory_path)}
         tmp = self.dir / "fleet.json.tmp"
         tmp.write_text(json.dumps(meta))
         os.replace(tmp, self.dir / "fleet.json")
@@ -584,20 +644,26 @@ class Fleet:
         self.known_hosts.write_text("".join(lines))
         self._write_inventory()
 
+    @property
+    def base(self) -> Path | None:
+        """The bookworm base root (the main fleet's only one), once up() has built it."""
+        return self.bases.get(builder.RELEASE)
+
     def _prepare_host(self, h: Host, client_pub: str) -> None:
-        assert self.base is not None
+        base = self.bases[h.spec.release]
         for d in ("upper", "work", "merged"):
             (h.dir / d).mkdir(parents=True)
         subprocess.run(
             ["mount", "-t", "overlay", "overlay", "-o",
-             f"lowerdir={self.base},upperdir={h.upper},workdir={h.dir / 'work'}", str(h.root)],
+             f"lowerdir={base},upperdir={h.upper},workdir={h.dir / 'work'}", str(h.root)],
             check=True, capture_output=True,
         )
         r = h.root
         (r / "etc/hostname").write_text(h.name + "\n")
         (r / "etc/hosts").write_text(f"127.0.0.1\tlocalhost\n{h.address}\t{h.name}\n")
         (r / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
-        # RSA keys cost ~1.5 s of CPU each: only the scenario hosts get one (benchmark hosts x.. don't).
+        # RSA keys cost ~1.5 s of CPU each: only the main scenario hosts get one (benchmark and release
+        # hosts don't).
         kinds = ["ed25519", "ecdsa"] + (["rsa"] if h.spec in SCENARIO else [])
         for kind in kinds:
             subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", "", "-C", f"root@{h.name}",
@@ -628,6 +694,9 @@ class Fleet:
         for cg in cgroups:
             cg.mkdir(parents=True, exist_ok=True)
         enter = " && ".join(f"echo $$ > {cg / 'cgroup.procs'}" for cg in cgroups) or "true"
+        env = dict(NSPAWN_ENV)
+        if h.spec.unified_cgroup:
+            env["SYSTEMD_NSPAWN_UNIFIED_HIERARCHY"] = "1"
         with open(h.console_log, "ab") as log:
             h.nspawn_pid = None
             h.proc = subprocess.Popen(
@@ -636,7 +705,7 @@ class Fleet:
                  "--console=read-only", "--link-journal=no", "--resolv-conf=off", "--timezone=off",
                  f"--machine={h.name}", "-D", str(h.root)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=NSPAWN_ENV, start_new_session=True,
+                env=env, start_new_session=True,
             )
             h.nspawn_pid = h.proc.pid
 
@@ -680,6 +749,23 @@ class Fleet:
             time.sleep(0.05)
         raise RuntimeError(f"{name}: no container init under nspawn pid {h.nspawn_pid}")
 
+    def cgroup2_root(self, name: str) -> Path:
+        """Host path of the cgroup2 directory a unified host sees as its `/sys/fs/cgroup` (its cgroup
+        namespace root): the host-side path of its init's cgroup minus the path seen inside."""
+        mount = next((m for m in _tracking_hierarchies() if _fstype(m) == "cgroup2"), None)
+        if mount is None:
+            raise RuntimeError("no cgroup2 hierarchy on this machine")
+
+        def v2_path(text: str) -> str:
+            return next(line[3:] for line in text.splitlines() if line.startswith("0::"))
+
+        outside = v2_path(Path(f"/proc/{self.init_pid(name)}/cgroup").read_text())
+        inside = v2_path(self.exec(name, ["cat", "/proc/1/cgroup"], check=True).stdout)
+        if inside != "/" and not outside.endswith(inside):
+            raise RuntimeError(f"{name}: init's cgroup {outside!r} does not end with {inside!r}")
+        base = outside[: len(outside) - len(inside)] if inside != "/" else outside
+        return mount / base.strip("/")
+
     def exec(self, name: str, argv: Sequence[str], timeout: float = 30.0, check: bool = False,
              input: str | None = None) -> subprocess.CompletedProcess[str]:
         """Run `argv` inside the host (its mount/uts/ipc/pid/cgroup namespaces) and capture text output."""
@@ -722,9 +808,10 @@ class Fleet:
                 raise TimeoutError(f"{name}: {what} not reached within {timeout:.0f} s")
             time.sleep(interval)
 
-    def wait_crashloop(self, names: Sequence[str] = AZ_B_HOSTS, min_restarts: int | None = None,
+    def wait_crashloop(self, names: Sequence[str] | None = None, min_restarts: int | None = None,
                        timeout: float = 90.0) -> dict[str, int]:
-        """Wait until ecs.service has NRestarts >= `min_restarts` on `names`; returns the counts.
+        """Wait until ecs.service has NRestarts >= `min_restarts` on `names` (default: this fleet's AZ-b
+        hosts); returns the counts.
 
         The default is what the built-in crash-loop rule needs (read from its pack, not a copy), so a
         test that scans right after this wait sees the finding even on a slow, loaded machine."""
@@ -737,7 +824,7 @@ class Fleet:
             counts[h.name] = n
             return n >= min_restarts
 
-        for n in names:
+        for n in names if names is not None else self.az_b_hosts:
             self.wait_for(n, restarted, timeout=timeout, what=f"ecs.service NRestarts >= {min_restarts}")
         return counts
 
@@ -760,6 +847,19 @@ class Fleet:
                             total += int(line.split()[1]) * 1024
             usage[h.name] = total
         return usage
+
+
+def combined_inventory(path: Path, members: Iterable[tuple[Fleet, str]]) -> Path:
+    """Write an inventory of hosts taken from one or more fleets (each host keeps its fleet's client key
+    and known_hosts as per-host SSH options); every host gets a `release` label."""
+    hosts = []
+    for fleet, name in members:
+        h = fleet.host(name)
+        hosts.append({"name": h.name, "target": h.target, "labels": {**h.labels, "release": h.spec.release},
+                      "ssh": {"user": "root", "identity_file": str(fleet.identity_file),
+                              "known_hosts": str(fleet.known_hosts)}})
+    path.write_text(yaml.safe_dump({"hosts": hosts}, sort_keys=False, default_flow_style=None))
+    return path
 
 
 # ---------------------------------------------------------------------------------------------
@@ -844,7 +944,7 @@ def _install_scenario(spec: HostSpec, root: Path) -> None:
         "v1": {
             "availability_zone": spec.az, "cloud_name": "aws", "instance_id": iid,
             "instance_type": "p4d.24xlarge", "local_hostname": spec.name, "platform": "ec2",
-            "region": REGION, "distro": "debian", "distro_release": "bookworm",
+            "region": REGION, "distro": "debian", "distro_release": spec.release,
         },
         "ds": {"meta_data": {
             "ami-id": AMI_ID, "instance-id": iid, "instance-type": "p4d.24xlarge",
@@ -856,7 +956,8 @@ def _install_scenario(spec: HostSpec, root: Path) -> None:
     _write(root / "var/lib/cloud/data/instance-data.json", json.dumps(data, indent=2) + "\n")
     _write(root / "etc/tmpfiles.d/cloud-init-fleet.conf", (p / "cloud-init-fleet.conf").read_text())
     _write(root / "etc/image-id", (
-        'image_name="Deep Learning Base OSS Nvidia Driver AMI (Debian 12) Version 72.1"\n'
+        f'image_name="Deep Learning Base OSS Nvidia Driver AMI (Debian {DEBIAN_VERSION[spec.release]}) '
+        'Version 72.1"\n'
         'image_version="72.1"\nimage_arch="x86_64"\n'
         f'image_file="{AMI_ID}"\nimage_date="20240419"\nrecipe_name="dlami-base"\n'
     ))
