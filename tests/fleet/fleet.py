@@ -531,8 +531,10 @@ class Fleet:
         _install_term_handler()
         try:
             t0 = time.monotonic()
-            for release in sorted({h.spec.release for h in self.hosts}, key=builder.RELEASES.index):
-                self.bases[release] = builder.ensure_base(release)
+            # missing base roots are debootstrapped side by side (mostly download and unpack waits)
+            releases = sorted({h.spec.release for h in self.hosts}, key=builder.RELEASES.index)
+            with ThreadPoolExecutor(max_workers=len(releases)) as pool:
+                self.bases = dict(zip(releases, pool.map(builder.ensure_base, releases)))
             self.timings["base"] = time.monotonic() - t0
             check_port_free(h.address for h in self.hosts)
             tune_kernel()
