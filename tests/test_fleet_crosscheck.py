@@ -163,10 +163,11 @@ def _check_cgroups(cg: dict[str, Any], fstypes: list[str], before: str, after: s
     if fstype == "cgroup2fs":
         s0, s1 = (dict((k, int(v)) for k, v in (line.split() for line in t.splitlines())) for t in (stat_before,
                                                                                                        stat_after))
-        root = next(r for r in cg["v2"] if r.get("nr_descendants") is not None)
+        root = next(r for r in cg["v2"] if r["path"] == "/")  # the namespace root's own cgroup.stat
         for key in ("nr_descendants", "nr_dying_descendants"):
             assert min(s0[key], s1[key]) - SLACK <= root[key] <= max(s0[key], s1[key]) + SLACK, key
         assert cg["memory"]["dying"] == root["nr_dying_descendants"]
+        assert cg["memory"]["live"] == root["nr_descendants"] + 1
         assert "nr_dying_subsys_memory" not in s1  # the memory controller is bound to v1 on this kernel
     else:
         mem = cg["memory"]

@@ -100,8 +100,9 @@ def test_each_release_runs_its_own_systemd_and_cgroup_hierarchy(pair: Pair, snap
             assert cg["mode"] == "v2"
             assert cg["memory"]["source"] == "nr_dying_descendants"
             assert "memory" not in (cg["v2_controllers"] or [])
-            root = cg["v2"][0]
+            root = next(r for r in cg["v2"] if r["path"] == "/")
             assert {"nr_descendants", "nr_dying_descendants"} <= set(root)
+            assert cg["memory"]["live"] == root["nr_descendants"] + 1
         else:
             assert cg["mode"] == "hybrid"
             assert cg["memory"]["source"] == "proc_cgroups"

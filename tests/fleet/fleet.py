@@ -49,9 +49,10 @@ UPSTREAM_KUBELET_URL = "https://dl.k8s.io/release/v1.29.3/bin/linux/amd64/kubele
 EXTRA_UNIT = "node-exporter-extra.service"
 SSH_PORT = 22
 NSPAWN_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
-# Releases booted with a unified (cgroup v2) hierarchy although this host is hybrid: systemd >= 256
-# refuses to boot on cgroup v1/hybrid. nspawn mounts the host's cgroup2 hierarchy (the tracking-only
-# /sys/fs/cgroup/unified; the memory controller stays bound to v1) inside a cgroup namespace.
+# Releases booted with a unified (cgroup v2) hierarchy although this host is hybrid, so the v2 reading
+# (cgroup.stat) runs on a real kernel: nspawn puts the host's cgroup2 hierarchy (the tracking-only
+# /sys/fs/cgroup/unified; the memory controller stays bound to v1) under a cgroup namespace. Without it
+# nspawn picks hybrid here, which systemd 257 also boots on ("System is tainted: cgroupsv1").
 UNIFIED_RELEASES = frozenset({"trixie"})
 DEBIAN_VERSION = {"bullseye": "11", "bookworm": "12", "trixie": "13"}
 # The multi-release fleet of the tests (conftest `release_fleet`): bookworm comes from the main fleet.
