@@ -94,6 +94,7 @@ class Finding:
     waived: bool = False
     waiver: str | None = None  # waiver reason (or why an expired waiver no longer applies)
     link: str | None = None  # the rule's `link` text (its part of an incident chain's one line), when it has one
+    first_seen: str | None = None  # when the history store first saw this rule + host + item (open since)
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ class DriftItem:
     expected: Any
     actual: Any
     severity: str = "medium"
+    first_seen: str | None = None  # when the history store first saw this path on this host (open since)
 
 
 @dataclass
@@ -124,4 +126,5 @@ class Report:
     rules: list[dict[str, Any]] = field(default_factory=list)  # rules that ran: id, severity, title
     notes: list[str] = field(default_factory=list)  # e.g. expired waivers
     chains: list[dict[str, Any]] = field(default_factory=list)  # per host: findings linked by `leads_to`
+    history: dict[str, Any] | None = None  # {store, scan_id, previous_scan_id, new_hosts, gone_hosts, resolved}
     exit_code: int = 0

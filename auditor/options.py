@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from .collect.probe import DEFAULT_BINARIES
 from .compare.groups import MIN_SCORE
-from .history.trends import DEFAULT_DYING_GROWTH_PER_HOUR
 from .transport.ssm_document import DOCUMENT_NAME
 
 if TYPE_CHECKING:
@@ -80,10 +79,17 @@ class JudgeOptions:
 
 @dataclass(frozen=True)
 class HistoryOptions:
-    """Where scans are kept (None: not kept) and the trend thresholds that are still options."""
+    """The history store: a path (None: the default in the user's data directory), or none at all."""
 
-    directory: str | None = None
-    dying_growth_per_hour: float = DEFAULT_DYING_GROWTH_PER_HOUR
+    store: str | None = None
+    no_store: bool = False
+
+
+@dataclass(frozen=True)
+class NotifyOptions:
+    """Alert targets for findings first seen in this scan (`sns:ARN`, `webhook:URL`), as typed."""
+
+    targets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,3 +117,4 @@ class ScanOptions:
     history: HistoryOptions = field(default_factory=HistoryOptions)
     compare: CompareOptions = field(default_factory=CompareOptions)
     render: RenderOptions = field(default_factory=RenderOptions)
+    notify: NotifyOptions = field(default_factory=NotifyOptions)

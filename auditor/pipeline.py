@@ -1,6 +1,7 @@
 """`ami-auditor scan` as one typed pipeline, read top to bottom in `scan()`:
 
-    ScanOptions → prepare → collect → judge → trends → compare → verdict → render → record
+    ScanOptions → prepare → begin → collect → trends → judge → compare → since → verdict → render
+                → record → notify
 
 `prepare` loads and validates every input (rules, waivers, history, baseline, formats, --out,
 targets; with --ec2, discovery) BEFORE any host is contacted: bad input is an InputError (exit 2)
@@ -8,10 +9,11 @@ and nothing is written. Each later step is a plain function of the plan, the rep
 snapshots; the rooms' own modules (judge/stage.py, history/stage.py, compare/stage.py,
 render/stage.py) do the work. No argparse here: commands/scan.py builds the ScanOptions.
 
-Hook for history/trends: `trends()` is where the history room publishes what it derives from
-earlier scans (today: the dying-memcg growth finding). Trend *facts* that rules judge must be added
-to the snapshots before `judge()` reads them — derive them in `prepare`'s HistoryPlan (it already
-holds the previous scan) or in a step placed before `judge()` in `scan()`.
+History (auditor/history/): `begin` commits a `running` row in the store before the first host is
+contacted (a killed scan stays visible, marked interrupted); `trends` publishes `facts.trends` derived
+from each host's previous stored snapshot BEFORE `judge` (only the judge decides: rules/trends.yaml);
+`since` adds first-seen times and new/gone hosts; `record` writes the whole scan in one transaction
+once its exit code is known; `notify` sends what is new last and never changes the exit code.
 """
 
 from __future__ import annotations
@@ -25,14 +27,17 @@ from .compare import stage as compare_stage
 from .compare.stage import ComparePlan
 from .context import Env
 from .history import stage as history_stage
-from .history.stage import GROWTH_RULE, HistoryPlan
+from .history.stage import Session, StorePlan
 from .judge import stage as judge_stage
 from .judge.stage import JudgePlan
 from .models import HostResult, HostSpec, Report, severity_rank
+from .notify import stage as notify_stage
+from .notify.stage import NotifyPlan
 from .options import ScanOptions, TargetOptions
 from .render import stage as render_stage
 from .render.stage import RenderPlan
 from .render.terminal import one_line, progress_printer
+from .reportdoc import report_to_dict
 from .targets.resolve import check_host_keys, resolve_specs
 
 
@@ -45,25 +50,27 @@ class ScanPlan:
     notes: tuple[str, ...]
     fail_on: str
     judge: JudgePlan
-    history: HistoryPlan
+    history: StorePlan
     compare: ComparePlan
     render: RenderPlan
+    notify: NotifyPlan
 
 
 def prepare(opts: ScanOptions) -> ScanPlan:
     """Load and validate every input, in this order, before any host is contacted (InputError: exit 2)."""
     judge_plan = judge_stage.prepare(opts.judge)
     history_plan = history_stage.prepare(opts.history)
-    known_rules = frozenset(judge_plan.ruleset.ids()) | {GROWTH_RULE}  # --symptom RULE must be one of these
+    known_rules = frozenset(judge_plan.ruleset.ids())  # --symptom RULE must be one of these
     compare_plan = compare_stage.prepare(opts.compare, known_rules)
     render_plan = render_stage.prepare(opts.render)
+    notify_plan = notify_stage.prepare(opts.notify, store=history_plan.path is not None)
     notes: list[str] = []
     specs = resolve_specs(opts.targets, notes)  # with --ec2, discovery (an API call) gives the labels
     check_host_keys([(option, key) for option, key in (
         ("--group-by", compare_plan.group_by),
         ("--symptom", compare_plan.symptom.key if compare_plan.symptom else None)) if key], specs)
     return ScanPlan(opts.targets, tuple(specs), tuple(notes), opts.fail_on,
-                    judge_plan, history_plan, compare_plan, render_plan)
+                    judge_plan, history_plan, compare_plan, render_plan, notify_plan)
 
 
 def collect(plan: ScanPlan, env: Env, notes: list[str]) -> list[HostResult]:
@@ -80,9 +87,9 @@ def judge(plan: JudgePlan, report: Report, snapshots: list[dict]) -> None:
     judge_stage.apply(plan, report, snapshots)
 
 
-def trends(plan: HistoryPlan, report: Report, snapshots: list[dict]) -> None:
-    """What history derives from the previous scan (see the module docstring for the trend-facts hook)."""
-    history_stage.apply(plan, report, snapshots)
+def trends(session: Session | None, snapshots: list[dict]) -> None:
+    """Publish `facts.trends` (from each host's previous stored scan) on every snapshot, for the judge."""
+    history_stage.add_trends(session, snapshots)
 
 
 def compare(plan: ComparePlan, report: Report, snapshots: list[dict]) -> None:
@@ -110,22 +117,43 @@ def render(plan: RenderPlan, report: Report) -> None:
     render_stage.write(plan, report)
 
 
+def since(session: Session | None, report: Report) -> None:
+    """First-seen time of every finding and drift item; new, gone and resolved since the previous scan."""
+    history_stage.add_since(session, report)
+
+
+def record(session: Session | None, report: Report, snapshots: list[dict]) -> dict:
+    """The report document, recorded in the store in one transaction (when there is a store)."""
+    doc = report_to_dict(report)
+    history_stage.finish(session, doc, snapshots, now_iso())
+    return doc
+
+
 def scan(opts: ScanOptions, env: Env) -> int:
     """The whole scan; returns its exit code."""
     plan = prepare(opts)
-    notes = list(plan.notes)
-    results = collect(plan, env, notes)
-    report = Report(hosts=results, generated_at=now_iso(), fail_on=plan.fail_on, notes=notes)
-    snapshots = [r.snapshot for r in results if r.snapshot is not None]
-    judge(plan.judge, report, snapshots)
-    trends(plan.history, report, snapshots)
-    compare(plan.compare, report, snapshots)
-    report.exit_code = verdict(report)
-    for result in results:
-        env.out(one_line(result))
-    render(plan.render, report)
-    saved = history_stage.finish(plan.history, report)  # record: saved once the exit code is known
+    session = history_stage.begin(plan.history, now_iso())  # committed: a killed scan stays visible
+    try:
+        notes = list(plan.notes)
+        results = collect(plan, env, notes)
+        report = Report(hosts=results, generated_at=now_iso(), fail_on=plan.fail_on, notes=notes)
+        snapshots = [r.snapshot for r in results if r.snapshot is not None]
+        trends(session, snapshots)
+        judge(plan.judge, report, snapshots)
+        compare(plan.compare, report, snapshots)
+        since(session, report)
+        report.exit_code = verdict(report)
+        for result in results:
+            env.out(one_line(result))
+        render(plan.render, report)
+        doc = record(session, report, snapshots)
+    except BaseException:
+        history_stage.abandon(session)  # a crash or Ctrl-C: this scan is marked, earlier ones untouched
+        raise
+    finally:
+        history_stage.close(session)
     render_stage.summarize(report, env)
-    if saved:
-        env.out(f"saved to history: {saved}")
+    if session is not None:
+        env.out(f"recorded as scan {session.scan_id} in {session.path}")
+    notify_stage.apply(plan.notify, doc, env)  # last: never changes the exit code or what was written
     return report.exit_code

@@ -79,14 +79,15 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "fail_on": report.fail_on,
         "summary": summary(report),
         "hosts": [_host(h) for h in report.hosts],
-        "findings": [_finding(f) for f in report.findings],
-        "drift": [asdict(d) for d in report.drift],
+        "findings": [_since(_finding(f)) for f in report.findings],
+        "drift": [_since(asdict(d)) for d in report.drift],
         "comparison": report.comparison,
         "symptom": report.symptom,
         "baseline": report.baseline,
         "rules": report.rules,
         "notes": report.notes,
         "chains": report.chains,
+        **({"history": report.history} if report.history is not None else {}),
     }
 
 
@@ -96,6 +97,13 @@ def _finding(finding: Finding) -> dict[str, Any]:
     out.pop("link", None)
     out["tags"] = list(finding.tags)
     return out
+
+
+def _since(row: dict[str, Any]) -> dict[str, Any]:
+    """A finding or drift row; `first_seen` only when a history store gave one."""
+    if row.get("first_seen") is None:
+        row.pop("first_seen", None)
+    return row
 
 
 @lru_cache(maxsize=1)

@@ -20,6 +20,13 @@ _SUITES = {"bad_input": "bad input", "faults": "fault", "fuzz": "fuzz"}
 _failed_by_suite: dict[str, int] = {}
 
 
+@pytest.fixture(autouse=True)
+def _own_history_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own default history store (scan records every run): no test sees another's
+    scans as its previous one, and none writes into the user's data directory."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+
+
 def _suite_of(nodeid: str) -> str | None:
     parts = nodeid.split("/")
     return _SUITES.get(parts[1]) if len(parts) > 2 and parts[0] == "tests" else None

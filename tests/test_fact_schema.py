@@ -20,7 +20,7 @@ from auditor.collect.schema import (
 )
 from auditor.compare.severity import drift_severity, path_severity
 
-ALLOWED = {"type", "description", "volatile", "key", "items", "fields", "values", "drift"}
+ALLOWED = {"type", "description", "volatile", "derived", "key", "items", "fields", "values", "drift"}
 TYPES = {"string", "integer", "number", "boolean", "object", "list", "map"}
 
 

@@ -20,7 +20,7 @@ from ..models import SEVERITIES
 
 SCALARS = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
 TYPES = frozenset({*SCALARS, "object", "list", "map"})
-KEYS = frozenset({"type", "description", "volatile", "key", "items", "fields", "values", "drift"})
+KEYS = frozenset({"type", "description", "volatile", "derived", "key", "items", "fields", "values", "drift"})
 ENABLEMENT = "enablement"  # drift: newly enabled is high, other changes medium, added/removed disabled low
 DRIFT_LEVELS = (*SEVERITIES, ENABLEMENT)
 _SELECTOR = re.compile(r"\[[^\]]*\]")
@@ -43,6 +43,7 @@ class FactSpec:
     values: str | None = None  # value type for maps
     children: dict[str, FactSpec] = field(default_factory=dict)
     drift: str | None = None  # severity of a difference here (on a list/map: of a whole row/entry)
+    derived: bool = False  # published by history, never collected: absent means "no earlier scan", not unknown
 
 
 def _is_leaf(decl: Any) -> bool:
@@ -95,6 +96,7 @@ def _build(path: str, decl: dict[str, Any], inherited_volatile: bool = False) ->
         values=decl.get("values"),
         children=children,
         drift=decl.get("drift"),
+        derived=bool(decl.get("derived")),
     )
 
 
@@ -107,6 +109,11 @@ def parse_schema(text: str) -> FactSpec:
 def fact_tree() -> FactSpec:
     """The whole declared tree (root has children `host` and `facts`)."""
     return parse_schema(resources.files("auditor.collect").joinpath("facts.yaml").read_text(encoding="utf-8"))
+
+
+def derived_areas() -> frozenset[str]:
+    """Facts areas that history derives (`derived: true`), e.g. `trends`."""
+    return frozenset(a for a, spec in fact_tree().children["facts"].children.items() if spec.derived)
 
 
 @lru_cache(maxsize=1)

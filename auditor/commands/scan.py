@@ -10,13 +10,14 @@ import argparse
 
 from ..compare.groups import MIN_SCORE
 from ..context import Env
-from ..history.trends import DEFAULT_DYING_GROWTH_PER_HOUR
+from ..history.db import default_path
 from ..models import SEVERITIES
 from ..options import (
     DEFAULT_TOP,
     CompareOptions,
     HistoryOptions,
     JudgeOptions,
+    NotifyOptions,
     RenderOptions,
     ScanOptions,
 )
@@ -34,12 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_rule_options(p)
     p.add_argument("--waivers", action="append", default=[], metavar="FILE",
                    help="waivers YAML (rule, hosts/labels, item, reason, expires); repeatable")
-    p.add_argument("--history", default=None, metavar="DIR",
-                   help="keep this scan in DIR and compare with the previous one there (trends: "
-                        "`ami-auditor history DIR`)")
-    p.add_argument("--dying-growth-per-hour", type=float, default=DEFAULT_DYING_GROWTH_PER_HOUR,
-                   metavar="N", help="flag hosts whose dying memcgs grew faster than N/hour since the "
-                                     f"previous scan (default {DEFAULT_DYING_GROWTH_PER_HOUR:.0f})")
+    h = p.add_argument_group("history")
+    h.add_argument("--store", default=None, metavar="PATH",
+                   help="history store (SQLite) to record this scan in and derive trend facts from "
+                        f"(default {default_path()}; see `ami-auditor history list`)")
+    h.add_argument("--no-store", action="store_true", help="do not record this scan (no trend facts)")
+    h.add_argument("--notify", action="append", default=[], metavar="sns:ARN|webhook:URL",
+                   help="alert on findings first seen in this scan (needs the store); repeatable")
     g = p.add_argument_group("compare")
     g.add_argument("--baseline", metavar="FILE", help="golden baseline YAML (from `ami-auditor baseline capture`)")
     g.add_argument("--group-by", metavar="LABEL_OR_FACT",
@@ -63,7 +65,8 @@ def scan_options(args: argparse.Namespace) -> ScanOptions:
         targets=target_options(args),
         fail_on=args.fail_on,
         judge=JudgeOptions(rules=rule_options(args), waivers=tuple(args.waivers)),
-        history=HistoryOptions(directory=args.history, dying_growth_per_hour=args.dying_growth_per_hour),
+        history=HistoryOptions(store=args.store, no_store=args.no_store),
+        notify=NotifyOptions(targets=tuple(args.notify)),
         compare=CompareOptions(baseline=args.baseline, group_by=args.group_by, symptom=args.symptom,
                                top=args.top, min_score=args.min_split_score),
         render=RenderOptions(formats=args.format, out=args.out),

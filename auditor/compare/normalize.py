@@ -197,6 +197,8 @@ def normalize(snapshot: dict[str, Any]) -> NormalView:
     parts: list[tuple[int, tuple[tuple[str, Any], ...]]] = []
     unknown: set[str] = set()
     for area, spec in _areas().items():
+        if spec.volatile:  # a wholly volatile area (trends) is never compared
+            continue
         raw = facts.get(area)
         if raw is None:
             if area not in not_applicable:

@@ -1,82 +1,116 @@
-"""The history stage of `scan`: compare with the previous saved scan, then save this one.
+"""The history stage of `scan`: the SQLite store, trend facts before judging, first-seen times, recording.
 
-`--history DIR` keeps one report per scan. Dying-memcg growth faster than `--dying-growth-per-hour`
-since the previous scan becomes a finding (FIELD-NOTES §2: the leak is the signal, not only the level).
+Order within a scan: `prepare` (before any host: the store opens, or its directory can be made) →
+`begin` (a `running` row, right before collecting) → `add_trends` (facts.trends on each snapshot,
+before the judge) → `add_since` (first-seen times, new/gone hosts, after judge and compare) →
+`finish` (the whole scan in one transaction, after its exit code is known).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+import contextlib
+import sqlite3
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..atomicio import check_writable_dir
-from ..errors import InputError
-from ..models import Finding, Report
+from ..models import Report
 from ..options import HistoryOptions
-from ..reportdoc import report_to_dict
-from .store import latest_scan, save_scan
-from .trends import parse_time
-
-GROWTH_RULE = "history.dying-memcg-growth"
+from . import query, record, trends
+from .db import check_usable, default_path, open_store
 
 
 @dataclass(frozen=True)
-class HistoryPlan:
-    directory: Path | None
-    previous: dict[str, Any] | None
-    growth_per_hour: float
+class StorePlan:
+    path: Path | None  # None: --no-store
 
 
-def prepare(opts: HistoryOptions) -> HistoryPlan:
-    """Validate the threshold (finite, > 0) and the history directory (readable scans, writable)."""
-    rate = opts.dying_growth_per_hour
-    if not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
-        raise InputError(f"--dying-growth-per-hour must be a finite number greater than 0, not {rate!r}")
-    directory = Path(opts.directory) if opts.directory else None
-    previous = latest_scan(directory) if directory else None
-    if directory is not None:
-        check_writable_dir(directory, "--history")
-    return HistoryPlan(directory, previous, rate)
+@dataclass
+class Session:
+    """One scan's open store: its connection and its monotonic scan id."""
+
+    path: Path
+    conn: sqlite3.Connection
+    scan_id: int
+    open_before: dict[tuple[str, str, str, str], str]
+    hosts_before: dict[str, tuple[int, str]]
 
 
-def _dying(snapshot: dict[str, Any]) -> int | None:
-    return (((snapshot.get("facts") or {}).get("cgroups") or {}).get("memory") or {}).get("dying")
+def prepare(opts: HistoryOptions) -> StorePlan:
+    """Before any host is contacted: the store opens cleanly (or can be created)."""
+    if opts.no_store:
+        return StorePlan(None)
+    path = Path(opts.store).expanduser() if opts.store else default_path()
+    check_usable(path)
+    return StorePlan(path)
 
 
-def apply(plan: HistoryPlan, report: Report, snapshots: list[dict]) -> None:
-    """Add a finding per host whose dying memcgs grow faster than the threshold."""
-    if plan.previous is None:
-        return
-    hours = (parse_time(report.generated_at) - parse_time(plan.previous["generated_at"])).total_seconds() / 3600
-    if hours <= 0:
-        return
-    before = {h["name"]: (h.get("facts_summary") or {}).get("dying_memcgs") for h in plan.previous["hosts"]}
-    for snap in snapshots:
-        old, new = before.get(snap["name"]), _dying(snap)
-        if old is None or new is None:
-            continue
-        rate = (new - old) / hours
-        if rate > plan.growth_per_hour:
-            report.findings.append(Finding(
-                host=snap["name"], rule=GROWTH_RULE, severity="high",
-                title=f"Dying memory cgroups grow {rate:,.0f}/hour ({old:,} → {new:,} since the previous scan)",
-                description="Something keeps creating and deleting memory cgroups whose page cache pins them "
-                            "(a crash-looping unit or container); left alone they reach the 65,535 memcg ID "
-                            "limit and make every memcg walk slow.",
-                remediation="Find the unit or container that restarts (crash-loop findings, ecs-init.log) and "
-                            "stop it; a reboot clears the dying memcgs.",
-                evidence={"previous": old, "current": new, "hours": round(hours, 2),
-                          "per_hour": round(rate, 1), "threshold_per_hour": plan.growth_per_hour},
-                tags=("cgroups", "history"),
-            ))
-    report.rules.append({"id": GROWTH_RULE, "severity": "high",
-                         "title": "Dying memory cgroups grow between scans", "pack": "history"})
-
-
-def finish(plan: HistoryPlan, report: Report) -> Path | None:
-    """Save this scan's report (after its exit code is known)."""
-    if plan.directory is None:
+def begin(plan: StorePlan, started_at: str) -> Session | None:
+    """Open the store and insert this scan's `running` row (committed: a killed scan stays visible)."""
+    if plan.path is None:
         return None
-    return save_scan(plan.directory, report_to_dict(report))
+    conn = open_store(plan.path)
+    scan_id = record.begin_scan(conn, started_at)
+    return Session(plan.path, conn, scan_id, record.open_issues(conn), record.known_hosts(conn))
+
+
+def add_trends(session: Session | None, snapshots: list[dict[str, Any]]) -> None:
+    """Publish `facts.trends` on every snapshot (empty ones without a store or an earlier scan)."""
+    if session is None:
+        for snap in snapshots:
+            trends.attach(snap, trends.empty())
+        return
+    names = [str(s.get("name")) for s in snapshots]
+    previous = query.previous_snapshots(session.conn, names, session.scan_id, session.path)
+    seen = query.scans_seen(session.conn, names, session.scan_id)
+    for snap, name in zip(snapshots, names):
+        scan_id, before = previous.get(name, (None, None))
+        trends.attach(snap, trends.derive(snap, before, scan_id, seen.get(name, 0) + 1))
+
+
+def add_since(session: Session | None, report: Report) -> None:
+    """First-seen time of every finding and drift item; new, gone and resolved since the previous scan."""
+    if session is None:
+        return
+    at = report.generated_at
+    report.findings[:] = [replace(f, first_seen=session.open_before.get(("finding", f.host, f.rule, f.item or ""), at))
+                          for f in report.findings]
+    report.drift[:] = [replace(d, first_seen=session.open_before.get(("drift", d.host, d.path, ""), at))
+                       for d in report.drift]
+    names = {h.name for h in report.hosts}
+    reached = {h.name for h in report.hosts if h.status == "ok"}
+    row = session.conn.execute("SELECT max(id) FROM scans WHERE state = 'complete' AND id < ?",
+                               (session.scan_id,)).fetchone()
+    previous = row[0] if row else None
+    before = {h for (h,) in session.conn.execute("SELECT host FROM scan_hosts WHERE scan_id = ?", (previous,))}
+    current = {("finding", f.host, f.rule, f.item or "") for f in report.findings}
+    current |= {("drift", d.host, d.path, "") for d in report.drift}
+    resolved = [{"kind": k, "host": h, "key": key, "item": item or None, "first_seen": first}
+                for (k, h, key, item), first in sorted(session.open_before.items())
+                if h in reached and (k, h, key, item) not in current]
+    report.history = {
+        "store": str(session.path), "scan_id": session.scan_id, "previous_scan_id": previous,
+        "new_hosts": sorted(n for n in names if n not in session.hosts_before),
+        "gone_hosts": sorted(before - names), "resolved": resolved,
+    }
+
+
+def abandon(session: Session | None) -> None:
+    """Mark a scan that will not finish (an exception, Ctrl-C) as interrupted."""
+    if session is None:
+        return
+    with contextlib.suppress(sqlite3.Error):
+        session.conn.execute("UPDATE scans SET state = 'interrupted' WHERE id = ? AND state = 'running'",
+                             (session.scan_id,))
+
+
+def finish(session: Session | None, doc: dict[str, Any], snapshots: list[dict[str, Any]], finished_at: str) -> None:
+    """Record the scan (one transaction)."""
+    if session is None:
+        return
+    record.record_scan(session.conn, session.scan_id, doc, {str(s.get("name")): s for s in snapshots}, finished_at)
+
+
+def close(session: Session | None) -> None:
+    if session is not None:
+        session.conn.close()

@@ -1,87 +1,102 @@
-"""Trends across saved scans (pure): per-host series, growth rates, new and resolved findings."""
+"""Trend facts (pure): what changed on a host since its previous stored scan, published as `facts.trends`.
+
+History only publishes facts (declared in collect/facts.yaml under `facts.trends`); rules/trends.yaml
+judges them. Restart counters and dying memcgs count since boot: across a reboot (boot id changed) the
+delta is the new count itself.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-DEFAULT_DYING_GROWTH_PER_HOUR = 100.0
+ACTIVE = "active"
 
 
 def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-def _dying(host: dict[str, Any]) -> int | None:
-    return (host.get("facts_summary") or {}).get("dying_memcgs")
+def _units(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    units = ((snap.get("facts") or {}).get("systemd") or {}).get("units") or []
+    return {u["name"]: u for u in units if isinstance(u, dict) and isinstance(u.get("name"), str)}
 
 
-def growth_per_hour(before: dict[str, Any], after: dict[str, Any], host: str) -> float | None:
-    """Dying-memcg growth per hour of one host between two reports (None when either is unknown).
+def _dying(snap: dict[str, Any]) -> int | None:
+    value = (((snap.get("facts") or {}).get("cgroups") or {}).get("memory") or {}).get("dying")
+    return value if isinstance(value, int) else None
 
-    A drop (reboot, cache drop) restarts the count: it is not growth.
-    """
-    old = next((h for h in before["hosts"] if h["name"] == host), None)
-    new = next((h for h in after["hosts"] if h["name"] == host), None)
-    dying_old, dying_new = (_dying(old), _dying(new)) if old and new else (None, None)
-    if dying_old is None or dying_new is None:
+
+def _boot(snap: dict[str, Any]) -> Any:
+    return (snap.get("host") or {}).get("boot_id")
+
+
+def _rate(delta: int | None, hours: float | None) -> float | None:
+    if delta is None or not hours or hours <= 0:
         return None
-    hours = (parse_time(after["generated_at"]) - parse_time(before["generated_at"])).total_seconds() / 3600
-    if hours <= 0:
+    return round(delta / hours, 2)
+
+
+def _delta(now: int | None, before: int | None, same_boot: bool) -> int | None:
+    if now is None:
         return None
-    return max(dying_new - dying_old, 0) / hours
+    if not same_boot:
+        return now
+    if before is None:
+        return None
+    return now - before if now >= before else now  # a counter that went down was reset
 
 
-def finding_keys(doc: dict[str, Any]) -> set[tuple[str, str, str]]:
-    """(host, rule, item) of every unwaived finding."""
-    return {(f["host"], f["rule"], f.get("item") or "") for f in doc["findings"] if not f["waived"]}
+def empty(scans_seen: int = 1) -> dict[str, Any]:
+    """Trend facts of a host with no earlier stored scan (or with the store off)."""
+    return {"scans_seen": scans_seen, "previous_scan": None, "previous_at": None, "hours_since_previous": None,
+            "same_boot": None, "units": [],
+            "cgroups": {"dying_memcgs_previous": None, "dying_memcgs_delta": None, "dying_memcgs_per_hour": None}}
 
 
-def host_series(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Per host, one point per scan: time, status, dying memcgs, unwaived findings, drift items."""
-    series: dict[str, list[dict[str, Any]]] = {}
-    for doc in docs:
-        findings: dict[str, int] = {}
-        for f in doc["findings"]:
-            if not f["waived"]:
-                findings[f["host"]] = findings.get(f["host"], 0) + 1
-        drift: dict[str, int] = {}
-        for d in doc["drift"]:
-            drift[d["host"]] = drift.get(d["host"], 0) + 1
-        for host in doc["hosts"]:
-            series.setdefault(host["name"], []).append({
-                "at": doc["generated_at"],
-                "status": host["status"],
-                "dying_memcgs": _dying(host),
-                "findings": findings.get(host["name"], 0),
-                "drift": drift.get(host["name"], 0),
-            })
-    return series
-
-
-def summarize(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    """What changed over the saved scans: per-host trend rows and findings new/resolved since the previous."""
-    rows = []
-    for host, points in sorted(host_series(docs).items()):
-        known = [p for p in points if p["dying_memcgs"] is not None]
-        rate = None
-        if len(known) >= 2:
-            hours = (parse_time(known[-1]["at"]) - parse_time(known[0]["at"])).total_seconds() / 3600
-            if hours > 0:
-                rate = round((known[-1]["dying_memcgs"] - known[0]["dying_memcgs"]) / hours, 1)
-        rows.append({
-            "host": host,
-            "scans": len(points),
-            "last_status": points[-1]["status"],
-            "dying_first": known[0]["dying_memcgs"] if known else None,
-            "dying_last": known[-1]["dying_memcgs"] if known else None,
-            "dying_per_hour": rate,
-            "findings_last": points[-1]["findings"],
-            "drift_last": points[-1]["drift"],
+def derive(current: dict[str, Any], previous: dict[str, Any] | None, previous_scan: int | None,
+           scans_seen: int) -> dict[str, Any]:
+    """`facts.trends` of one host: `scans_seen` counts this scan too."""
+    if previous is None:
+        return empty(scans_seen)
+    hours: float | None = None
+    try:
+        hours = (parse_time(current["collected_at"]) - parse_time(previous["collected_at"])).total_seconds() / 3600
+    except (KeyError, TypeError, ValueError):
+        hours = None
+    if hours is not None and hours <= 0:
+        hours = None
+    same_boot = _boot(current) is not None and _boot(current) == _boot(previous)
+    before = _units(previous)
+    units = []
+    for name, unit in sorted(_units(current).items()):
+        old = before.get(name)
+        now_restarts = unit.get("restarts") if isinstance(unit.get("restarts"), int) else None
+        old_restarts = old.get("restarts") if old and isinstance(old.get("restarts"), int) else None
+        delta = _delta(now_restarts, old_restarts, same_boot) if old is not None or not same_boot else None
+        active_now = unit.get("active_state") == ACTIVE
+        active_before = old is not None and old.get("active_state") == ACTIVE
+        units.append({
+            "name": name, "restarts_previous": old_restarts, "restarts_now": now_restarts,
+            "restarts_delta": delta, "restarts_per_hour": _rate(delta, hours),
+            "active_previous": (old or {}).get("active_state"), "active_now": unit.get("active_state"),
+            "active_both": active_now and active_before,
         })
-    new: list[tuple[str, str, str]] = []
-    resolved: list[tuple[str, str, str]] = []
-    if len(docs) >= 2:
-        before, after = finding_keys(docs[-2]), finding_keys(docs[-1])
-        new, resolved = sorted(after - before), sorted(before - after)
-    return {"scans": len(docs), "hosts": rows, "new_findings": new, "resolved_findings": resolved}
+    dying_now, dying_before = _dying(current), _dying(previous)
+    dying_delta = None
+    if dying_now is not None and dying_before is not None:
+        dying_delta = max(dying_now - dying_before, 0) if same_boot else dying_now
+    return {
+        "scans_seen": scans_seen, "previous_scan": previous_scan, "previous_at": previous.get("collected_at"),
+        "hours_since_previous": round(hours, 4) if hours is not None else None, "same_boot": same_boot,
+        "units": units,
+        "cgroups": {"dying_memcgs_previous": dying_before, "dying_memcgs_delta": dying_delta,
+                    "dying_memcgs_per_hour": _rate(dying_delta, hours)},
+    }
+
+
+def attach(snapshot: dict[str, Any], trends: dict[str, Any]) -> None:
+    """Publish trend facts into a snapshot (in place) before it is judged."""
+    facts = snapshot.get("facts")
+    if isinstance(facts, dict):
+        facts["trends"] = trends

@@ -20,7 +20,7 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
-from ..collect.schema import fact_tree
+from ..collect.schema import derived_areas, fact_tree
 from ..models import Finding
 from . import fleet
 from .functions import OPTIONS
@@ -144,6 +144,7 @@ class Judge:
         self.rules = list(ruleset.rules)
         self._roots = [tuple(sorted(r.roots)) for r in self.rules]
         self._cache: dict[tuple[int, tuple[bytes, ...]], list[dict[str, Any]]] = {}
+        self._derived = derived_areas()  # trends: absent without history, which is no trend, not an unknown
         self.evaluations = 0  # rule runs actually performed (cache misses)
 
     def _key(self, index: int, rule: Rule, digests: _Digests) -> tuple[int, tuple[bytes, ...]]:
@@ -159,7 +160,7 @@ class Judge:
         digests = _Digests(snapshot)
         not_applicable = set(snapshot.get("not_applicable") or ())
         absent = {a for a, v in digests.facts.items() if v is None} - not_applicable
-        absent |= {a for r in self.rules for a in r.areas if a not in digests.facts}
+        absent |= {a for r in self.rules for a in r.areas if a not in digests.facts and a not in self._derived}
         out: list[Finding] = []
         for index, rule in enumerate(self.rules):
             if rule.fleet is not None:

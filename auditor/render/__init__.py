@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import html_renderer, json_renderer, junit_renderer, markdown_renderer
+from . import html_renderer, json_renderer, junit_renderer, markdown_renderer, prom_renderer
 
 Renderer = Callable[[dict[str, Any]], str]
 
@@ -19,4 +19,5 @@ RENDERERS: dict[str, tuple[Renderer, str]] = {
     "html": (html_renderer.render, "html"),
     "md": (markdown_renderer.render, "md"),
     "junit": (junit_renderer.render, "xml"),
+    "prom": (prom_renderer.render, "prom"),
 }

@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import re
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -34,7 +35,7 @@ FAULTY = "a3"  # the fleet host the host-side faults break (and restore)
 MARGIN_S = 30.0
 # Rules over kernel-wide counters that any process on this machine moves between two scans (dying
 # memcgs are counted by the shared kernel; per-core CPU is the whole machine's): not a host's own result.
-VOLATILE_RULES = re.compile(r"^(cgroups\.|cpu\.|history\.)")
+VOLATILE_RULES = re.compile(r"^(cgroups\.|cpu\.|trends\.)")
 
 
 @dataclass
@@ -43,7 +44,7 @@ class Scan:
 
     code: int
     report: dict[str, Any]
-    history: list[Path]
+    history: list[dict[str, Any]]  # the scans the history store recorded (id, state, findings as rows)
     elapsed: float
     stdout: str
     stderr: str
@@ -78,7 +79,7 @@ def write_inventory(fleet: Fleet, path: Path, hosts: list[dict[str, Any]],
 
 def scan_argv(inventory: Path, tmp: Path, deadline: float, *extra: str) -> list[str]:
     return [sys.executable, "-m", "auditor.cli", "scan", "-i", str(inventory), "--deadline", f"{deadline:g}",
-            "--format", "json", "--out", str(tmp / "out"), "--history", str(tmp / "history"), *extra]
+            "--format", "json", "--out", str(tmp / "out"), "--store", str(tmp / "history" / "store.sqlite3"), *extra]
 
 
 def start_scan(inventory: Path, tmp: Path, deadline: float, *extra: str) -> tuple[subprocess.Popen[str], float]:
@@ -103,6 +104,18 @@ def start_scan(inventory: Path, tmp: Path, deadline: float, *extra: str) -> tupl
     return proc, time.monotonic()
 
 
+def _stored_scans(path: Path) -> list[dict[str, Any]]:
+    """Every scan the store holds, with its findings as (host, rule, item, waived) rows."""
+    if not path.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        scans = [{"id": i, "state": st, "hosts": h} for i, st, h in conn.execute("SELECT id, state, hosts FROM scans")]
+        for scan in scans:
+            scan["findings"] = sorted(conn.execute("SELECT host, rule, item, waived FROM findings WHERE scan_id = ?",
+                                                   (scan["id"],)))
+    return scans
+
+
 def finish_scan(proc: subprocess.Popen[str], started: float, tmp: Path, timeout: float = 600) -> Scan:
     stdout, _ = proc.communicate(timeout=timeout)
     elapsed = time.monotonic() - started
@@ -111,7 +124,7 @@ def finish_scan(proc: subprocess.Popen[str], started: float, tmp: Path, timeout:
     print(f"scan exit {proc.returncode} in {elapsed:.1f} s\n{stdout}\n{stderr}")  # shown when a case fails
     report_path = tmp / "out" / "report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
-    history = sorted((tmp / "history").glob("scan-*.json"))
+    history = _stored_scans(tmp / "history" / "store.sqlite3")
     return Scan(proc.returncode, report, history, elapsed, stdout, stderr, tmp / "out", tmp / "history")
 
 
@@ -179,10 +192,11 @@ def check_scan(scan: Scan, case: str, deadline: float, faulty: dict[str, tuple[s
     assert scan.code == expected_exit(scan.report), (scan.code, scan.report["summary"])
     assert scan.report["summary"]["exit_code"] == scan.code
 
-    # history: this scan saved once, valid, the same hosts and findings as the report
+    # history: this scan recorded once, complete, the same hosts and findings as the report
     assert len(scan.history) == 1, scan.history
-    saved = json.loads(scan.history[0].read_text())
-    jsonschema.validate(saved, SCHEMA)
-    assert saved["hosts"] == scan.report["hosts"] and saved["findings"] == scan.report["findings"]
+    saved = scan.history[0]
+    assert saved["state"] == "complete" and saved["hosts"] == len(scan.report["hosts"])
+    assert saved["findings"] == sorted((f["host"], f["rule"], f["item"] or "", int(f["waived"]))
+                                       for f in scan.report["findings"])
     leftovers = [p for d in (scan.out, scan.history_dir) for p in d.iterdir() if p.name.endswith(".tmp")]
     assert not leftovers, leftovers

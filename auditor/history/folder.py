@@ -1,4 +1,4 @@
-"""A history directory: one report JSON per scan (`scan-<UTC time>.json`), oldest first by name."""
+"""Yesterday's history folders (`scan --history DIR`, one report JSON per scan), read for `history import`."""
 
 from __future__ import annotations
 

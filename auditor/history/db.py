@@ -1,0 +1,161 @@
+"""The embedded SQLite store of scans: where it lives, opening it safely, schema version and migrations.
+
+The store file is read as untrusted-ish input: a file that is not a SQLite database, is corrupt, or has
+a schema version this program does not know is a clear error (exit 2) naming the file, never a
+traceback. WAL mode: readers (`history list`) never block a scan that is writing.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from ..errors import InputError
+from .record import mark_interrupted
+
+STORE_NAME = "history.sqlite3"
+
+# Each entry upgrades the schema by one version (index + 1). Never edit a released entry: append.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE scans (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,  -- monotonic: the order of scans, never a file name or a clock
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        generated_at TEXT,
+        state TEXT NOT NULL CHECK (state IN ('running', 'complete', 'interrupted')),
+        pid INTEGER,
+        node TEXT,
+        exit_code INTEGER,
+        hosts INTEGER NOT NULL DEFAULT 0,
+        findings INTEGER NOT NULL DEFAULT 0,
+        drift INTEGER NOT NULL DEFAULT 0,
+        source TEXT  -- 'scan', or the imported file's name
+    );
+    CREATE TABLE snapshots (  -- stable snapshot bodies, shared by every scan and host with the same content
+        hash TEXT PRIMARY KEY,
+        body BLOB NOT NULL
+    );
+    CREATE TABLE hosts (
+        name TEXT PRIMARY KEY,
+        first_scan INTEGER NOT NULL,
+        first_seen TEXT NOT NULL,
+        last_scan INTEGER NOT NULL,
+        last_seen TEXT NOT NULL
+    );
+    CREATE TABLE scan_hosts (
+        scan_id INTEGER NOT NULL REFERENCES scans(id),
+        host TEXT NOT NULL,
+        status TEXT NOT NULL,
+        error TEXT,
+        target TEXT,
+        labels TEXT,
+        collected_at TEXT,
+        duration_s REAL,
+        complete INTEGER NOT NULL DEFAULT 0,
+        summary TEXT,
+        snapshot TEXT REFERENCES snapshots(hash),
+        volatile BLOB,
+        PRIMARY KEY (scan_id, host)
+    );
+    CREATE INDEX scan_hosts_by_host ON scan_hosts(host, scan_id);
+    CREATE TABLE findings (
+        scan_id INTEGER NOT NULL REFERENCES scans(id),
+        host TEXT NOT NULL,
+        rule TEXT NOT NULL,
+        item TEXT NOT NULL DEFAULT '',
+        severity TEXT NOT NULL,
+        title TEXT NOT NULL,
+        evidence TEXT,
+        waived INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX findings_by_scan ON findings(scan_id);
+    CREATE TABLE drift (
+        scan_id INTEGER NOT NULL REFERENCES scans(id),
+        host TEXT NOT NULL,
+        path TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        severity TEXT NOT NULL,
+        expected TEXT,
+        actual TEXT
+    );
+    CREATE INDEX drift_by_scan ON drift(scan_id);
+    CREATE TABLE issues (  -- one row per finding or drift identity (rule or path + host + item) and occurrence
+        kind TEXT NOT NULL CHECK (kind IN ('finding', 'drift')),
+        host TEXT NOT NULL,
+        key TEXT NOT NULL,
+        item TEXT NOT NULL DEFAULT '',
+        first_scan INTEGER NOT NULL,
+        first_seen TEXT NOT NULL,
+        last_scan INTEGER NOT NULL,
+        resolved_scan INTEGER,
+        resolved_at TEXT
+    );
+    CREATE UNIQUE INDEX issues_open ON issues(kind, host, key, item) WHERE resolved_scan IS NULL;
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def default_path() -> Path:
+    """`$XDG_DATA_HOME/ami-auditor/history.sqlite3`, else `~/.local/share/ami-auditor/history.sqlite3`."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "ami-auditor" / STORE_NAME
+
+
+def _fail(path: Path, why: str) -> InputError:
+    return InputError(f"cannot use the history store: {why} (move it aside or choose another with --store PATH)",
+                      str(path))
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise _fail(path, f"schema version {version} is newer than this ami-auditor knows ({SCHEMA_VERSION})")
+    if version == 0 and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        raise _fail(path, "a SQLite database that is not an ami-auditor store")
+    for index in range(version, SCHEMA_VERSION):
+        conn.executescript(f"BEGIN; {MIGRATIONS[index]}; PRAGMA user_version = {index + 1}; COMMIT;")
+
+
+def check_usable(path: Path) -> None:
+    """Before any host is contacted: an existing store must open; a new one's directory must be creatable."""
+    if path.exists():
+        if not path.is_file():
+            raise _fail(path, "not a regular file")
+        open_store(path, create=False).close()
+        return
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise _fail(path, f"{parent} is not writable")
+
+
+def open_store(path: Path, create: bool = True) -> sqlite3.Connection:
+    """Open (and create or upgrade) the store; every defect of the file is an InputError naming it."""
+    if not path.exists() and not create:
+        raise InputError("no history store here (run a scan first, or give --store PATH)", str(path))
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise _fail(path, str(exc)) from exc
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        check = conn.execute("PRAGMA quick_check").fetchone()[0]
+        if check != "ok":
+            raise _fail(path, f"the database is damaged ({check})")
+        _migrate(conn, path)
+        mark_interrupted(conn)  # scans whose process died (SIGKILL, power loss) read as interrupted
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise _fail(path, str(exc)) from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn

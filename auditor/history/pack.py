@@ -1,0 +1,94 @@
+"""Snapshots packed for the store: a stable body shared by content hash, and this scan's volatile values.
+
+A snapshot is split with the fact schema (facts.yaml): every fact declared `volatile` (uptime, restart
+counters, pids, per-core samples), the host identity (hostname, machine id, boot id, instance id) and
+the per-run keys (`name`, `target`, `labels`, `collected_at`, `probe`) are taken out in a fixed walk
+order; what is left — the host's configuration — is hashed (sha256 of canonical JSON) and stored once
+for every scan and every host that has the same configuration. The volatile values are a small
+per-scan list, put back in the same walk order. Both parts are zlib-compressed. Derived trend facts
+(`facts.trends`) are not stored: history derives them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from typing import Any
+
+from ..collect.schema import FactSpec, fact_tree
+
+PER_RUN_KEYS = ("name", "target", "labels", "collected_at", "probe")
+_HOLE = "\x00v"  # marks a taken-out volatile value in the stable body (never a real fact: NUL is escaped on input)
+_LEVEL = 6
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _split(value: Any, spec: FactSpec | None, out: list[Any]) -> Any:
+    """A copy of `value` with its volatile facts replaced by holes; their values appended to `out`."""
+    if spec is not None and spec.volatile:
+        out.append(value)
+        return _HOLE
+    if isinstance(value, dict):
+        children = spec.children if spec is not None and spec.type != "list" else {}
+        return {k: _split(value[k], children.get(k), out) for k in sorted(value)}  # the stored (sorted) order
+    if isinstance(value, list) and spec is not None and spec.type == "list" and spec.children:
+        return [{k: _split(row[k], spec.children.get(k), out) for k in sorted(row)} if isinstance(row, dict) else row
+                for row in value]
+    return value
+
+
+def _join(value: Any, values: list[Any], pos: list[int]) -> Any:
+    if isinstance(value, str) and value == _HOLE:
+        pos[0] += 1
+        return values[pos[0] - 1]
+    if isinstance(value, dict):
+        return {k: _join(v, values, pos) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_join(v, values, pos) for v in value]
+    return value
+
+
+def split(snapshot: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(stable body, volatile part) of a snapshot; `join(*split(s)) == s` without `facts.trends`."""
+    tree = fact_tree()
+    values: list[Any] = []
+    body: dict[str, Any] = {}
+    for key in sorted(snapshot):
+        value = snapshot[key]
+        if key in PER_RUN_KEYS:
+            continue
+        if key == "facts" and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k != "trends"}
+        body[key] = _split(value, tree.children.get(key), values)
+    per_run = {k: snapshot[k] for k in PER_RUN_KEYS if k in snapshot}
+    return body, {"run": per_run, "values": values}
+
+
+def join(body: dict[str, Any], volatile: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot again: per-run keys first (as collect writes them), then the body with values put back."""
+    pos = [0]
+    filled = _join(body, list(volatile.get("values") or []), pos)
+    return {**(volatile.get("run") or {}), **filled}
+
+
+def digest(body: dict[str, Any]) -> tuple[str, bytes]:
+    """(sha256 hex of the canonical body, the compressed body)."""
+    raw = _canonical(body)
+    return hashlib.sha256(raw).hexdigest(), zlib.compress(raw, _LEVEL)
+
+
+def compress(value: Any) -> bytes:
+    return zlib.compress(_canonical(value), _LEVEL)
+
+
+def decompress(blob: bytes, limit: int = 64 * 1024 * 1024) -> Any:
+    """Inflate at most `limit` bytes (the store is read as untrusted-ish input) and parse the JSON."""
+    inflater = zlib.decompressobj()
+    raw = inflater.decompress(blob, limit)
+    if inflater.unconsumed_tail:
+        raise ValueError(f"stored value inflates past {limit} bytes")
+    return json.loads(raw)

@@ -1,0 +1,134 @@
+"""Writing scans into the store: a `running` row first, then the whole scan in ONE transaction.
+
+A scan killed midway (SIGKILL, power loss) leaves its `running` row and nothing else: SQLite's WAL
+rolls the unfinished transaction back, earlier scans stay intact, and the next open marks the row
+`interrupted` once its process is gone. First-seen and resolved times are kept per identity —
+(finding: rule + host + item) or (drift: path + host) — in `issues`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+from typing import Any
+
+from . import pack
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def mark_interrupted(conn: sqlite3.Connection) -> list[int]:
+    """Mark `running` scans of this machine whose process is gone as `interrupted`; returns their ids."""
+    node = socket.gethostname()
+    gone = [sid for sid, pid, where in conn.execute("SELECT id, pid, node FROM scans WHERE state = 'running'")
+            if where == node and (pid is None or not _alive(int(pid)))]
+    for sid in gone:
+        conn.execute("UPDATE scans SET state = 'interrupted' WHERE id = ? AND state = 'running'", (sid,))
+    return gone
+
+
+def begin_scan(conn: sqlite3.Connection, started_at: str, source: str = "scan") -> int:
+    """Insert this scan's `running` row (committed at once) and return its monotonic id."""
+    mark_interrupted(conn)
+    cur = conn.execute("INSERT INTO scans (started_at, state, pid, node, source) VALUES (?, 'running', ?, ?, ?)",
+                       (started_at, os.getpid(), socket.gethostname(), source))
+    assert cur.lastrowid is not None
+    return int(cur.lastrowid)
+
+
+def _identity(kind: str, row: dict[str, Any]) -> tuple[str, str, str, str]:
+    if kind == "finding":
+        return kind, row["host"], row["rule"], row.get("item") or ""
+    return kind, row["host"], row["path"], ""
+
+
+def open_issues(conn: sqlite3.Connection) -> dict[tuple[str, str, str, str], str]:
+    """Identity → first-seen time, for every finding and drift item not resolved yet."""
+    return {(k, h, key, item): first for k, h, key, item, first in conn.execute(
+        "SELECT kind, host, key, item, first_seen FROM issues WHERE resolved_scan IS NULL")}
+
+
+def known_hosts(conn: sqlite3.Connection) -> dict[str, tuple[int, str]]:
+    """Host name → (first scan id, first-seen time)."""
+    return {name: (sid, at) for name, sid, at in conn.execute("SELECT name, first_scan, first_seen FROM hosts")}
+
+
+def record_scan(conn: sqlite3.Connection, scan_id: int, doc: dict[str, Any],
+                snapshots: dict[str, dict[str, Any]], finished_at: str) -> None:
+    """Write one finished scan (the report document and the hosts' snapshots) in one transaction."""
+    at = doc["generated_at"]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _write(conn, scan_id, doc, snapshots, at)
+        conn.execute("UPDATE scans SET state = 'complete', finished_at = ?, generated_at = ?, exit_code = ?, "
+                     "hosts = ?, findings = ?, drift = ? WHERE id = ?",
+                     (finished_at, at, doc["summary"]["exit_code"], len(doc["hosts"]),
+                      sum(1 for f in doc["findings"] if not f["waived"]), len(doc["drift"]), scan_id))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _write(conn: sqlite3.Connection, scan_id: int, doc: dict[str, Any],
+           snapshots: dict[str, dict[str, Any]], at: str) -> None:
+    reached: set[str] = set()
+    for host in doc["hosts"]:
+        name = host["name"]
+        snap = snapshots.get(name)
+        digest = volatile = None
+        if snap is not None:
+            body, vol = pack.split(snap)
+            digest, blob = pack.digest(body)
+            conn.execute("INSERT OR IGNORE INTO snapshots (hash, body) VALUES (?, ?)", (digest, blob))
+            volatile = pack.compress(vol)
+        if host["status"] == "ok":
+            reached.add(name)
+        conn.execute(
+            "INSERT INTO scan_hosts (scan_id, host, status, error, target, labels, collected_at, duration_s, "
+            "complete, summary, snapshot, volatile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (scan_id, name, host["status"], host.get("error"), host.get("target"), _json(host.get("labels") or {}),
+             (snap or {}).get("collected_at"), host.get("duration_s"), int(bool(host.get("complete"))),
+             _json(host.get("facts_summary")), digest, volatile))
+        conn.execute("INSERT INTO hosts (name, first_scan, first_seen, last_scan, last_seen) VALUES (?, ?, ?, ?, ?) "
+                     "ON CONFLICT(name) DO UPDATE SET last_scan = excluded.last_scan, last_seen = excluded.last_seen",
+                     (name, scan_id, at, scan_id, at))
+    conn.executemany(
+        "INSERT INTO findings (scan_id, host, rule, item, severity, title, evidence, waived) VALUES (?,?,?,?,?,?,?,?)",
+        [(scan_id, f["host"], f["rule"], f.get("item") or "", f["severity"], f["title"], _json(f.get("evidence")),
+          int(bool(f["waived"]))) for f in doc["findings"]])
+    conn.executemany(
+        "INSERT INTO drift (scan_id, host, path, kind, severity, expected, actual) VALUES (?,?,?,?,?,?,?)",
+        [(scan_id, d["host"], d["path"], d["kind"], d["severity"], _json(d.get("expected")), _json(d.get("actual")))
+         for d in doc["drift"]])
+    _update_issues(conn, scan_id, doc, reached, at)
+
+
+def _update_issues(conn: sqlite3.Connection, scan_id: int, doc: dict[str, Any], reached: set[str], at: str) -> None:
+    """Open new identities, keep seen ones open, resolve open ones of reached hosts that this scan no longer has."""
+    current = {_identity("finding", f) for f in doc["findings"]} | {_identity("drift", d) for d in doc["drift"]}
+    was_open = set(open_issues(conn))
+    for ident in current - was_open:
+        conn.execute("INSERT INTO issues (kind, host, key, item, first_scan, first_seen, last_scan) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (*ident, scan_id, at, scan_id))
+    for ident in current & was_open:
+        conn.execute("UPDATE issues SET last_scan = ? WHERE kind = ? AND host = ? AND key = ? AND item = ? "
+                     "AND resolved_scan IS NULL", (scan_id, *ident))
+    for ident in was_open - current:
+        if ident[1] in reached:  # a host not reached this time keeps its findings open
+            conn.execute("UPDATE issues SET resolved_scan = ?, resolved_at = ? WHERE kind = ? AND host = ? "
+                         "AND key = ? AND item = ? AND resolved_scan IS NULL", (scan_id, at, *ident))

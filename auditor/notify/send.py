@@ -1,0 +1,102 @@
+"""Delivering alerts: `sns:ARN` (boto3 Publish) and `webhook:URL` (JSON POST), each retried.
+
+Targets are validated before any host is contacted (bad ones exit 2). A webhook URL can hold a secret
+(Slack puts it in the path): messages name only its scheme and host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+
+_ARN = re.compile(r"^arn:aws[a-z-]*:sns:(?P<region>[a-z0-9-]+):\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$")
+ATTEMPTS = 3
+TIMEOUT_S = 10.0
+BACKOFF_S = 0.5
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # sns | webhook
+    address: str
+    region: str | None = None
+
+    @property
+    def shown(self) -> str:
+        if self.kind == "sns":
+            return f"sns:{self.address}"
+        parts = urllib.parse.urlsplit(self.address)
+        return f"webhook:{parts.scheme}://{parts.hostname}{':' + str(parts.port) if parts.port else ''}/…"
+
+
+def parse_target(text: str) -> Target:
+    kind, _, rest = text.partition(":")
+    if kind == "sns":
+        m = _ARN.match(rest)
+        if not m:
+            raise InputError(f"--notify sns: needs a topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME), not {rest!r}")
+        return Target("sns", rest, m["region"])
+    if kind == "webhook":
+        parts = urllib.parse.urlsplit(rest)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InputError("--notify webhook: needs an http(s) URL with a host")
+        if parts.username or parts.password:
+            raise InputError("--notify webhook: a URL with a user or password is refused (it would be echoed)")
+        return Target("webhook", rest)
+    raise InputError(f"--notify: give sns:TOPIC_ARN or webhook:URL, not {kind!r}")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:  # a POST is never replayed elsewhere
+        return None
+
+
+def _post(target: Target, body: dict[str, Any]) -> None:
+    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    request = urllib.request.Request(target.address, data=data, method="POST",
+                                     headers={"Content-Type": "application/json", "User-Agent": "ami-auditor"})
+    opener = urllib.request.build_opener(_NoRedirect)
+    with opener.open(request, timeout=TIMEOUT_S) as response:
+        response.read(65536)
+
+
+def _publish(target: Target, body: dict[str, Any]) -> None:
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client("sns", region_name=target.region,
+                          config=Config(retries={"mode": "standard", "max_attempts": 1},
+                                        connect_timeout=TIMEOUT_S, read_timeout=TIMEOUT_S))
+    subject = f"ami-auditor: {body['new_findings']} new findings"
+    client.publish(TopicArn=target.address, Subject=subject[:100], Message=json.dumps(body, ensure_ascii=False))
+
+
+SENDERS: dict[str, Callable[[Target, dict[str, Any]], None]] = {"sns": _publish, "webhook": _post}
+
+
+def deliver(target: Target, body: dict[str, Any], attempts: int = ATTEMPTS,
+            sleep: Callable[[float], None] = time.sleep) -> str | None:
+    """Send with retries; None when delivered, else why it failed (one line)."""
+    last = ""
+    for attempt in range(attempts):
+        try:
+            SENDERS[target.kind](target, body)
+            return None
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code}"
+            if 400 <= exc.code < 500 and exc.code not in (408, 429):
+                break  # the request itself is wrong: retrying will not help
+        except Exception as exc:  # noqa: BLE001 - any failure to alert is reported, never raised
+            last = f"{type(exc).__name__}: {exc}"
+        if attempt + 1 < attempts:
+            sleep(BACKOFF_S * 2**attempt)
+    return f"{target.shown}: not delivered after {attempt + 1} attempt(s): {last}"

@@ -1,0 +1,80 @@
+"""Prometheus text exposition format, for node_exporter's textfile collector (`--format prom --out DIR`).
+
+Gauges only, named by Prometheus conventions (`ami_auditor_` prefix, base units, `_seconds`, no
+`_total` on gauges); one sample per label set. Label values are escaped as the format requires
+(backslash, double quote, newline); host text is untrusted. The file is written atomically like every
+report (a temporary file, then a rename), so the collector never reads half a file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+from ..models import SEVERITIES
+
+PREFIX = "ami_auditor_"
+CRASH_LOOP_RULE = "systemd.unit-crash-looping"
+
+
+def _label(value: object) -> str:
+    text = str(value)
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _number(value: float) -> str:
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+class _Out:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def metric(self, name: str, help_text: str, samples: list[tuple[dict[str, Any], float]]) -> None:
+        full = PREFIX + name
+        self.lines.append(f"# HELP {full} {help_text}")
+        self.lines.append(f"# TYPE {full} gauge")
+        for labels, value in samples:
+            body = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+            self.lines.append(f"{full}{{{body}}} {_number(value)}" if body else f"{full} {_number(value)}")
+
+
+def _epoch(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def render(doc: dict[str, Any]) -> str:
+    out = _Out()
+    hosts = doc["hosts"]
+    out.metric("scan_timestamp_seconds", "When the scan's report was generated (Unix time).",
+               [({}, _epoch(doc["generated_at"]))])
+    out.metric("scan_exit_code", "The scan's exit code (0 clean, 1 findings, 3 incomplete).",
+               [({}, doc["summary"]["exit_code"])])
+    by_status = Counter(h["status"] for h in hosts)
+    out.metric("hosts", "Hosts in the scan by status.", [({"status": s}, n) for s, n in sorted(by_status.items())])
+    out.metric("host_up", "1 when the host was reached and collected, else 0.",
+               [({"host": h["name"], "status": h["status"]}, int(h["status"] == "ok")) for h in hosts])
+    out.metric("host_complete", "1 when every facts area of the host was collected.",
+               [({"host": h["name"]}, int(bool(h.get("complete")))) for h in hosts])
+    out.metric("host_scan_duration_seconds", "Time to reach and collect the host.",
+               [({"host": h["name"]}, float(h.get("duration_s") or 0.0)) for h in hosts])
+    dying = [({"host": h["name"]}, (h.get("facts_summary") or {}).get("dying_memcgs")) for h in hosts]
+    out.metric("dying_memcgs", "Dying (zombie) memory cgroups on the host.",
+               [(labels, v) for labels, v in dying if isinstance(v, (int, float))])
+    active = Counter((f["host"], f["rule"], f["severity"]) for f in doc["findings"] if not f["waived"])
+    out.metric("findings", "Unwaived findings by host, rule and severity.",
+               [({"host": h, "rule": r, "severity": s}, n) for (h, r, s), n in sorted(active.items())])
+    waived = Counter((f["host"], f["rule"], f["severity"]) for f in doc["findings"] if f["waived"])
+    out.metric("findings_waived", "Waived findings by host, rule and severity.",
+               [({"host": h, "rule": r, "severity": s}, n) for (h, r, s), n in sorted(waived.items())])
+    by_severity = Counter(f["severity"] for f in doc["findings"] if not f["waived"])
+    out.metric("findings_by_severity", "Unwaived findings in the scan by severity.",
+               [({"severity": s}, by_severity.get(s, 0)) for s in SEVERITIES])
+    restarts = [({"host": f["host"], "unit": f["item"]}, f["evidence"]["restarts"]) for f in doc["findings"]
+                if f["rule"] == CRASH_LOOP_RULE and f.get("item") and isinstance(f["evidence"].get("restarts"), int)]
+    out.metric("unit_restarts", "Restarts this boot of units judged crash-looping.", restarts)
+    drift = Counter((d["host"], d["severity"]) for d in doc["drift"])
+    out.metric("drift_items", "Differences from the golden baseline by host and severity.",
+               [({"host": h, "severity": s}, n) for (h, s), n in sorted(drift.items())])
+    return "\n".join(out.lines) + "\n"
