@@ -117,7 +117,8 @@ def test_rules_list_shows_the_trend_rules_and_the_old_python_rule_is_gone() -> N
 def test_scans_are_recorded_in_order_with_stable_first_seen_times(tmp_path: Path) -> None:
     store = tmp_path / "h.sqlite3"
     assert scan(store, "--format", "json", "--out", str(tmp_path / "r1"))[0] in (0, 1)
-    assert scan(store, "--format", "json", "--out", str(tmp_path / "r2"))[0] in (0, 1)
+    code, terminal = scan(store, "--format", "json,md,html", "--out", str(tmp_path / "r2"))
+    assert code in (0, 1)
     one = json.loads((tmp_path / "r1" / "report.json").read_text())
     two = json.loads((tmp_path / "r2" / "report.json").read_text())
     assert one["history"]["scan_id"] == 1 and two["history"]["scan_id"] == 2
@@ -128,6 +129,9 @@ def test_scans_are_recorded_in_order_with_stable_first_seen_times(tmp_path: Path
     for f in two["findings"]:  # the same findings keep the first scan's time
         if (f["rule"], f["item"]) in first:
             assert f["first_seen"] == first[(f["rule"], f["item"])]
+    since = f"since {one['generated_at']}"  # shown in the terminal, Markdown and HTML
+    assert f"({since})" in terminal and f"({since})" in (tmp_path / "r2" / "report.md").read_text()
+    assert f'<span class="small since">{since}</span>' in (tmp_path / "r2" / "report.html").read_text()
     code, text = cli("history", "list", "--store", str(store), "--json")
     assert code == 0
     scans = json.loads(text)["scans"]

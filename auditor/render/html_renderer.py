@@ -68,4 +68,5 @@ def render(doc: dict[str, Any]) -> str:
         drift=view.drift_groups(doc), classes=shown, hidden_classes=len(classes) - len(shown),
         hidden_hosts=sum(len(c.hosts) for c in classes[len(shown):]),
         rank={s: severity_rank(s) for s in SEVERITIES}, css=css, js=js, csp=csp,
+        since_text=view.since_text,
     ) + "\n"

@@ -82,5 +82,6 @@ def render(doc: dict[str, Any]) -> str:
         by_status=", ".join(f"{n} {s}" for s, n in summary["by_status"].items()), fsev=fsev,
         findings=view.finding_groups(doc), heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc),
         drift=view.drift_groups(doc), unreached=[h for h in doc["hosts"] if h["status"] != "ok"], top=TOP,
+        since_text=view.since_text,
     )
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

@@ -13,6 +13,7 @@ from ..options import RenderOptions
 from ..reportdoc import report_to_dict, validate_report
 from ..textsafe import one_line
 from . import RENDERERS
+from .view import since_text
 
 REPORT_STEM = "report"
 
@@ -74,7 +75,8 @@ def summarize(report: Report, env: Env) -> None:
             f"waived: {sum(f.waived for f in report.findings)}; drift: {len(report.drift)}")
     order = {s: i for i, s in enumerate(SEVERITIES)}
     for f in sorted(active, key=lambda f: (order[f.severity], f.rule, f.host))[:15]:
-        env.out(f"  [{f.severity.upper():8}] {one_line(f.host)}: {one_line(f.title)}")
+        since = f" ({since_text(f.first_seen, report.generated_at)})" if f.first_seen else ""
+        env.out(f"  [{f.severity.upper():8}] {one_line(f.host)}: {one_line(f.title)}{since}")
     if len(active) > 15:
         env.out(f"  … {len(active) - 15} more in the report")
     for note in report.notes:

@@ -164,6 +164,20 @@ class FindingGroup:
     hosts: list[str] = field(default_factory=list)
     evidence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (host, evidence), first few
     fails: bool = False
+    since: str | None = None  # earliest first-seen time over its hosts (history store), "new" in this scan
+
+
+def since_text(first_seen: str | None, generated_at: str) -> str:
+    """`since 2026-11-30T14:00:00Z`, `new` (first seen in this scan), or '' without a history store."""
+    if not first_seen:
+        return ""
+    return "new" if first_seen == generated_at else f"since {first_seen}"
+
+
+def _earliest(current: str | None, candidate: str | None) -> str | None:
+    if not candidate:
+        return current
+    return candidate if current is None or candidate < current else current
 
 
 EVIDENCE_SAMPLES = 5
@@ -195,6 +209,7 @@ def finding_groups(doc: Doc) -> list[FindingGroup]:
                 f.get("remediation") or "", bool(f.get("waived")), f.get("waiver"),
                 fails=not f.get("waived") and at_or_above(f["severity"], doc.get("fail_on")))
         group.hosts.append(f["host"])
+        group.since = _earliest(group.since, f.get("first_seen"))
         if len(group.evidence) < EVIDENCE_SAMPLES:
             group.evidence.append((f["host"], f.get("evidence") or {}))
     return sorted(by_key.values(),
@@ -210,6 +225,7 @@ class DriftGroup:
     actual: str
     severity: str
     hosts: list[str] = field(default_factory=list)
+    since: str | None = None
 
 
 def drift_values(d: Doc) -> tuple[str, str]:
@@ -224,7 +240,9 @@ def drift_groups(doc: Doc) -> list[DriftGroup]:
     by_key: dict[tuple, DriftGroup] = {}
     for d in doc.get("drift") or []:
         key = (d["path"], d["kind"], *drift_values(d), d["severity"])
-        by_key.setdefault(key, DriftGroup(*key)).hosts.append(d["host"])
+        group = by_key.setdefault(key, DriftGroup(*key))
+        group.hosts.append(d["host"])
+        group.since = _earliest(group.since, d.get("first_seen"))
     return sorted(by_key.values(), key=lambda g: (-severity_rank(g.severity), -len(g.hosts), g.path))
 
 
