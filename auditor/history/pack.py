@@ -27,14 +27,28 @@ def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+_HOT: dict[str, bool] = {}
+
+
+def _hot(spec: FactSpec) -> bool:
+    """Whether a declared fact is volatile or holds volatile facts (memoized by path)."""
+    hot = _HOT.get(spec.path)
+    if hot is None:
+        hot = _HOT[spec.path] = spec.volatile or any(_hot(c) for c in spec.children.values())
+    return hot
+
+
 def _split(value: Any, spec: FactSpec | None, out: list[Any]) -> Any:
-    """A copy of `value` with its volatile facts replaced by holes; their values appended to `out`."""
+    """`value` with its volatile facts replaced by holes, their values appended to `out` in sorted-key
+    order (the order of the stored canonical JSON). Subtrees without volatile facts are kept as they are."""
     if spec is not None and spec.volatile:
         out.append(value)
         return _HOLE
+    if spec is not None and not _hot(spec):
+        return value
     if isinstance(value, dict):
         children = spec.children if spec is not None and spec.type != "list" else {}
-        return {k: _split(value[k], children.get(k), out) for k in sorted(value)}  # the stored (sorted) order
+        return {k: _split(value[k], children.get(k), out) for k in sorted(value)}
     if isinstance(value, list) and spec is not None and spec.type == "list" and spec.children:
         return [{k: _split(row[k], spec.children.get(k), out) for k in sorted(row)} if isinstance(row, dict) else row
                 for row in value]
@@ -76,9 +90,13 @@ def join(body: dict[str, Any], volatile: dict[str, Any]) -> dict[str, Any]:
 
 
 def digest(body: dict[str, Any]) -> tuple[str, bytes]:
-    """(sha256 hex of the canonical body, the compressed body)."""
+    """(sha256 hex of the canonical body, the canonical body): compress it only when it is new."""
     raw = _canonical(body)
-    return hashlib.sha256(raw).hexdigest(), zlib.compress(raw, _LEVEL)
+    return hashlib.sha256(raw).hexdigest(), raw
+
+
+def compress_raw(raw: bytes) -> bytes:
+    return zlib.compress(raw, _LEVEL)
 
 
 def compress(value: Any) -> bytes:

@@ -93,8 +93,9 @@ def _write(conn: sqlite3.Connection, scan_id: int, doc: dict[str, Any],
         digest = volatile = None
         if snap is not None:
             body, vol = pack.split(snap)
-            digest, blob = pack.digest(body)
-            conn.execute("INSERT OR IGNORE INTO snapshots (hash, body) VALUES (?, ?)", (digest, blob))
+            digest, raw = pack.digest(body)
+            if conn.execute("SELECT 1 FROM snapshots WHERE hash = ?", (digest,)).fetchone() is None:
+                conn.execute("INSERT INTO snapshots (hash, body) VALUES (?, ?)", (digest, pack.compress_raw(raw)))
             volatile = pack.compress(vol)
         if host["status"] == "ok":
             reached.add(name)
