@@ -10,14 +10,14 @@ from typing import Any
 from ..context import Env
 from ..errors import InputError
 from ..history import query, series, trends
-from ..history.db import default_path, open_store
+from ..history.db import DEFAULT_SHOWN, default_path, open_store
 from ..history.importer import import_folder
 from ..textsafe import one_line
 from .checks import bounded_int
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", default=None, metavar="PATH", help=f"history store (default {default_path()})")
+    p.add_argument("--store", default=None, metavar="PATH", help=f"history store (default {DEFAULT_SHOWN})")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 

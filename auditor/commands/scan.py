@@ -10,7 +10,7 @@ import argparse
 
 from ..compare.groups import MIN_SCORE
 from ..context import Env
-from ..history.db import default_path
+from ..history.db import DEFAULT_SHOWN
 from ..models import SEVERITIES
 from ..options import (
     DEFAULT_TOP,
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     h = p.add_argument_group("history")
     h.add_argument("--store", default=None, metavar="PATH",
                    help="history store (SQLite) to record this scan in and derive trend facts from "
-                        f"(default {default_path()}; see `ami-auditor history list`)")
+                        f"(default {DEFAULT_SHOWN}; see `ami-auditor history list`)")
     h.add_argument("--no-store", action="store_true", help="do not record this scan (no trend facts)")
     h.add_argument("--notify", action="append", default=[], metavar="sns:ARN|webhook:URL",
                    help="alert on findings first seen in this scan (needs the store); repeatable")

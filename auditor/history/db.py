@@ -98,9 +98,18 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+DEFAULT_SHOWN = "$XDG_DATA_HOME/ami-auditor/history.sqlite3, else ~/.local/share/ami-auditor/history.sqlite3"
+
+
 def default_path() -> Path:
     """`$XDG_DATA_HOME/ami-auditor/history.sqlite3`, else `~/.local/share/ami-auditor/history.sqlite3`."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    base = os.environ.get("XDG_DATA_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".local" / "share")
+        except (RuntimeError, KeyError):  # a service's dynamic user has no home directory
+            raise InputError("no home directory for the default history store: give --store PATH or --no-store") \
+                from None
     return Path(base) / "ami-auditor" / STORE_NAME
 
 
