@@ -88,8 +88,8 @@ def test_chain_links_the_crash_loop_to_real_dying_memcgs_on_b_hosts_only(fleet: 
     out = tmp_path / "out"
     with memcg.DyingMemcgs() as batch:
         made = batch.make(1100)  # real dying memcgs: every host shares this kernel, so every host sees them
-        code, _, err = cli("scan", "-i", str(fleet.inventory_path), "--symptom", "provenance.source-not-allowlisted",
-                           "--format", "json,html,md", "--out", str(out))
+        code, terminal, err = cli("scan", "-i", str(fleet.inventory_path), "--symptom",
+                                  "provenance.source-not-allowlisted", "--format", "json,html,md", "--out", str(out))
     assert made >= 1050 and code == 1, err
     doc = json.loads((out / "report.json").read_text())
     validate_report(doc)
@@ -114,6 +114,11 @@ def test_chain_links_the_crash_loop_to_real_dying_memcgs_on_b_hosts_only(fleet: 
     assert 'id="chains"' in html and "dying memcgs" in html[html.index('id="chains"'):html.index('id="summary"')]
     assert "**Incident chain" in (out / "report.md").read_text()
     assert doc["symptom"]["ranked"][0]["path"].startswith("facts.binaries[kubelet].")  # a kubelet symptom
+    # the terminal summary: one line per distinct chain, the symptom's top fact with numbers for people
+    assert "  chain on b1: ecs.service enabled with no ECS_CLUSTER → " in terminal
+    assert "(same chain on 2 more hosts)" in terminal
+    assert "symptom provenance.source-not-allowlisted goes with facts.binaries[kubelet]." in terminal
+    assert "(score 1.54, p=0.029, the symptom's own subject)" in terminal
 
 
 def test_diff_between_the_baseline_and_a_live_host(fleet: Fleet, scanned: tuple[Path, dict]) -> None:

@@ -12,7 +12,7 @@ from ..models import SEVERITIES, Report
 from ..options import RenderOptions
 from ..reportdoc import report_to_dict, validate_report
 from ..textsafe import one_line
-from . import RENDERERS
+from . import RENDERERS, view
 from .view import since_text
 
 REPORT_STEM = "report"
@@ -91,4 +91,12 @@ def summarize(report: Report, env: Env) -> None:
         env.out(f"  chain on {one_line(first['host'])}{partial}: {one_line(first['text'])}{more}")
     for split in ((report.comparison or {}).get("splits") or [])[:5]:
         env.out(f"  split by {one_line(split['group_by'])}: {one_line(split['path'])} (score {split['score']:.2f})")
+    ranked = (report.symptom or {}).get("ranked") or []
+    if ranked and report.symptom:
+        top = ranked[0]
+        why = {"subject": ", the symptom's own subject",
+               "upstream": ", upstream in its chain"}.get(top.get("relation") or "", "")
+        env.out(f"  symptom {one_line(report.symptom['symptom'])} goes with {one_line(top['path'])} = "
+                f"{one_line(top.get('value', ''))} (score {view.score(top['score'])}, "
+                f"p={view.p_value(top.get('p_value'))}{why})")
     env.out(f"exit code {report.exit_code}")
