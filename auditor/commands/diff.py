@@ -17,10 +17,13 @@ from ..collect.probe import DEFAULT_BINARIES
 from ..compare.baseline import Baseline, load_baseline
 from ..compare.drift import Difference, diff_flat, diff_views, drift_view, reverse
 from ..compare.normalize import display, normalize
+from ..compare.release import release_notes
 from ..compare.sources import load_snapshot_file
 from ..context import Env
 from ..errors import InputError
 from ..models import HostSpec
+from ..render.release_notes import FORMATS as RELEASE_FORMATS
+from ..render.release_notes import render as render_release_notes
 from .aws_options import REGION_RE, add_ami_options, aws_from_args, checked
 from .checks import MAX_DEADLINE_S, bounded_float
 
@@ -36,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--deadline", type=bounded_float(0.0, MAX_DEADLINE_S), default=60.0, metavar="SECONDS",
                    help="per live host (default 60)")
     p.add_argument("--json", action="store_true", help="print the differences as a JSON list")
+    p.add_argument("--format", choices=("text", *RELEASE_FORMATS), default="text",
+                   help="text (default): one line per difference; md, json, html: release notes grouped by area "
+                        "(units, binaries, packages in version order, kernel, sysctls), worst first")
     aws = p.add_argument_group("AWS (ami:// sides)")
     aws.add_argument("--region", type=checked(REGION_RE, "region"), help="AWS region (default: AWS_REGION / profile)")
     aws.add_argument("--profile", metavar="NAME", help="AWS profile (default: the normal credential chain)")
@@ -99,7 +105,13 @@ def run(args: argparse.Namespace, env: Env) -> int:
         else:
             loaded.append(side)
     diffs = compare(loaded[0], loaded[1])
-    if args.json:
+    if args.format != "text":
+        skipped = {a for side in loaded if isinstance(side, dict) for a in side.get("not_applicable") or ()}
+        from ..targets.inventory import safe_target
+
+        notes = release_notes(diffs, safe_target(args.a, quote=False), safe_target(args.b, quote=False), skipped)
+        env.out(render_release_notes(notes, args.format).rstrip("\n"))
+    elif args.json:
         env.out(json.dumps([asdict(d) for d in diffs], indent=2, default=list))
     else:
         for d in diffs:

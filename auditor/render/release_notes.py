@@ -1,0 +1,44 @@
+"""Release notes (compare/release.py) as Markdown, JSON or one self-contained HTML page.
+
+Values come from images and hosts: Markdown escapes them like the report's Markdown (markdown_renderer.escape),
+HTML autoescapes them (html_renderer's environment) under a CSP that allows no script and no fetch."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import view
+from .html_renderer import environment
+from .markdown_renderer import escape
+
+FORMATS = ("md", "json", "html")
+TEMPLATE = "release-notes.html.j2"
+
+
+def _value(value: Any) -> str:
+    return "—" if value is None else view.short(view.show(value), 80)
+
+
+def markdown(notes: dict[str, Any]) -> str:
+    lines = [f"# Release notes: `{escape(notes['from'])}` → `{escape(notes['to'])}`", ""]
+    counts = ", ".join(f"{n} {s}" for s, n in notes["by_severity"].items())
+    lines.append(f"{notes['changes']} change(s)" + (f": {counts}" if counts else "") + ".")
+    for section in notes["sections"]:
+        lines += ["", f"## {section['title']}", "", "| severity | subject | change | before | after |",
+                  "| --- | --- | --- | --- | --- |"]
+        for c in section["changes"]:
+            lines.append(f"| {c['severity']} | {escape(c['subject'])} | {escape(c['change'])} | "
+                         f"{escape(_value(c['before']))} | {escape(_value(c['after']))} |")
+    if notes["unknown"]:
+        lines += ["", "## Not known on one side", ""]
+        lines += [f"- {escape(u['area'])}: {escape(u['from'])} → {escape(u['to'])}" for u in notes["unknown"]]
+    return "\n".join(lines) + "\n"
+
+
+def render(notes: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(notes, indent=2, ensure_ascii=True, default=list) + "\n"
+    if fmt == "md":
+        return markdown(notes)
+    return environment().get_template(TEMPLATE).render(notes=notes)

@@ -1,0 +1,112 @@
+"""Release notes: `ami-auditor diff A B --format md|json|html` — changes grouped by area, worst first,
+packages in version order, severity from the fact schema, nothing for what does not apply to images."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from auditor.cli import main
+from auditor.compare.versions import compare_versions
+from auditor.context import Env
+from tests.test_image_transport import make_root
+
+
+def run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(argv), Env(stdout=out, stderr=io.StringIO()))
+    return code, out.getvalue()
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("1.9", "1.10"), ("1.0~rc1", "1.0"), ("2.0", "1:0.9"), ("2.38.1-5+deb12u1", "2.38.1-5+deb12u3"),
+    ("1.0", "1.0a"), ("1.0", "1.0.1"), ("5.10.214-202.855.amzn2", "5.10.214-202.900.amzn2"), ("9", "10"),
+])
+def test_version_order_is_dpkg_order_not_string_order(older: str, newer: str) -> None:
+    assert compare_versions(older, newer) < 0 < compare_versions(newer, older)
+    assert compare_versions(newer, newer) == 0
+
+
+def _package(root: Path, name: str, version: str) -> None:
+    status = root / "var/lib/dpkg/status"
+    status.write_text(status.read_text() + f"Package: {name}\nStatus: install ok installed\nArchitecture: amd64\n"
+                                           f"Version: {version}\nDescription: x\n\n")
+
+
+def two_images(tmp_path: Path) -> tuple[Path, Path]:
+    """Like AZ a and AZ b: b has ecs.service enabled and a kubelet from elsewhere; plus package changes."""
+    a, b = make_root(tmp_path / "a"), make_root(tmp_path / "b")
+    os.unlink(a / "etc/systemd/system/multi-user.target.wants/ecs.service")  # a: ecs.service disabled
+    (b / "usr/local/bin/kubelet").write_text("#!/bin/sh\necho other kubelet\n")
+    (a / "var/log/cloud-init-output.log").write_text(
+        "+ curl -o /usr/local/bin/kubelet https://amazon-eks.s3.us-west-2.amazonaws.com/1.29.3/bin/kubelet\n")
+    _package(a, "libfoo", "1.9-1")
+    _package(b, "libfoo", "1.10-1")  # upgraded: a string comparison would call it a downgrade
+    _package(a, "oldtool", "2.0")
+    _package(b, "newtool", "0.1")
+    (b / "root").mkdir(exist_ok=True)
+    (b / "root/.netrc").write_text("machine x login y password z\n")
+    return a, b
+
+
+def test_release_notes_between_two_images(tmp_path: Path) -> None:
+    a, b = two_images(tmp_path)
+    code, out = run("diff", "--format", "json", f"image://{a}", f"image://{b}")
+    notes = json.loads(out)
+    assert code == 1 and notes["schema"] == "ami-auditor/release-notes/1"
+    sections = [s["area"] for s in notes["sections"]]
+    assert sections[:2] == ["units", "binaries"]  # ecs.service and kubelet first
+    first = [c for s in notes["sections"][:2] for c in s["changes"]][:2]
+    assert [(c["subject"], c["change"], c["severity"]) for c in first] == [
+        ("ecs.service", "enabled", "high"), ("kubelet", first[1]["change"], "high")]
+    assert first[1]["change"].startswith("source_host") and first[1]["after"] == "dl.k8s.io"
+    packages = {c["subject"]: c for s in notes["sections"] if s["area"] == "packages" for c in s["changes"]}
+    assert (packages["libfoo"]["change"], packages["libfoo"]["before"], packages["libfoo"]["after"]) == \
+        ("upgraded", "1.9-1", "1.10-1")
+    assert packages["newtool"]["change"] == "added" and packages["oldtool"]["change"] == "removed"
+    hygiene = {c["subject"]: c for s in notes["sections"] if s["area"] == "hygiene" for c in s["changes"]}
+    assert hygiene["/root/.netrc"]["severity"] == "high"  # a credential file appeared in the new image
+    assert notes["unknown"] == [] and {"cgroups", "cpu", "network"} <= set(notes["not_compared"])
+
+
+def test_markdown_and_html_name_ecs_and_kubelet_first_without_not_applicable_noise(tmp_path: Path) -> None:
+    a, b = two_images(tmp_path)
+    code, md = run("diff", "--format", "md", f"image://{a}", f"image://{b}")
+    assert code == 1
+    rows = [ln for ln in md.splitlines() if ln.startswith("| high") or ln.startswith("| medium")
+            or ln.startswith("| low")]
+    assert rows[0].startswith("| high | ecs.service | enabled |") and "| kubelet |" in rows[1]
+    for noise in ("cgroups", "cpu", "network", "unknown", "not applicable"):
+        assert noise not in md, noise
+    code, html = run("diff", "--format", "html", f"image://{a}", f"image://{b}")
+    assert html.index("ecs.service") < html.index("kubelet") < html.index("libfoo")
+    assert "Content-Security-Policy" in html and "<script" not in html and "cgroups" not in html
+
+
+def test_hostile_names_are_escaped(tmp_path: Path) -> None:
+    a, b = make_root(tmp_path / "a"), make_root(tmp_path / "b")
+    unit = "x<script>alert(1)<|`.service"
+    (b / "usr/lib/systemd/system" / unit).write_text("[Service]\nExecStart=/bin/true\n")
+    _, html = run("diff", "--format", "html", f"image://{a}", f"image://{b}")
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    _, md = run("diff", "--format", "md", f"image://{a}", f"image://{b}")
+    assert "<script>" not in md and "\\`" in md and "\\|" in md
+
+
+@pytest.mark.fleet
+def test_release_notes_of_the_fleets_az_a_and_az_b_roots(fleet) -> None:
+    """a1's and b1's real root filesystems read as images: the AZ-b image enables ecs.service and carries
+    another kubelet; those lead the notes and nothing runtime appears."""
+    a1, b1 = fleet.host("a1").root, fleet.host("b1").root
+    code, md = run("diff", "--format", "md", f"image://{a1}", f"image://{b1}")
+    assert code == 1
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ") and not ln.startswith("| severity")
+            and not ln.startswith("| ---")]
+    assert rows[0].startswith("| high | ecs.service | enabled | disabled | enabled |"), md
+    assert rows[1].startswith("| high | kubelet | source\\_host") and "dl.k8s.io" in rows[1], md
+    for noise in ("cgroups", "unknown", "ssh\\_host", "machine"):
+        assert noise not in md, noise
