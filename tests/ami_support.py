@@ -167,9 +167,10 @@ def tool_volumes(ec2: Any) -> list[dict[str, Any]]:
 class IMDS:
     """An IMDSv2 stand-in on 127.0.0.1: PUT /latest/api/token, then GETs with the token header only."""
 
-    def __init__(self, instance_id: str, az: str):
+    def __init__(self, instance_id: str, az: str, region: str = "us-east-1"):
         self.answers = {"/latest/meta-data/instance-id": instance_id,
-                        "/latest/meta-data/placement/availability-zone": az}
+                        "/latest/meta-data/placement/availability-zone": az,
+                        "/latest/meta-data/placement/region": region}
         self.token = "t0k3n"
         self.requests: list[str] = []
         imds = self

@@ -368,8 +368,9 @@ def test_scan_from_the_scanning_instance_uses_imds(aws: AwsStandIns, scanner: st
     with IMDS(scanner, "us-east-1a") as imds:
         code = cli.main(["scan", f"ami://{ami}", "--binary", "kubelet", "--format", "json", "--out", str(out)],
                         Env(io.StringIO(), io.StringIO()))
-    assert imds.requests[:3] == ["PUT /latest/api/token", "GET /latest/meta-data/instance-id",
-                                 "GET /latest/meta-data/placement/availability-zone"]
+    assert imds.requests[:4] == ["PUT /latest/api/token", "GET /latest/meta-data/instance-id",
+                                 "GET /latest/meta-data/placement/availability-zone",
+                                 "GET /latest/meta-data/placement/region"]
     assert code in (0, 1)
     report = json.loads((out / "report.json").read_text())
     (host,) = report["hosts"]
@@ -441,3 +442,11 @@ def test_two_amis_in_one_scan_get_different_device_names(aws: AwsStandIns, scann
     from auditor.transport import ami as ami_module
 
     assert not ami_module._RESERVED
+
+
+def test_off_ec2_without_attach_to_says_what_to_give(aws: AwsStandIns, attach: LoopAttach) -> None:
+    """AwsStandIns turns IMDS off (AWS_EC2_METADATA_DISABLED=true), as on a laptop: nothing is created."""
+    ami, _ = make_ami(aws.ec2)
+    got = collect_host(HostSpec(ami, f"ami://{ami}", options={"ami": AmiSettings(region=REGION)}), BINARIES)
+    assert got.status == "error" and "--az and --attach-to" in got.error
+    assert attach.calls == [] and tool_volumes(aws.ec2) == []

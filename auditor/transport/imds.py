@@ -20,17 +20,17 @@ DEFAULT_ENDPOINT = "http://169.254.169.254"
 TIMEOUT_S = 2.0
 MAX_ANSWER = 1024
 INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8}(?:[0-9a-f]{9})?$")
-AZ_RE = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+[a-z]$")
+AZ_RE = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+(?:-[a-z]+-\d+)?[a-z]$")  # us-east-1a, us-west-2-lax-1a
+
+
+REGION_RE = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
 
 
 @dataclass(frozen=True)
 class Placement:
     instance_id: str
     az: str
-
-    @property
-    def region(self) -> str:
-        return self.az[:-1]
+    region: str
 
 
 def _endpoint() -> str:
@@ -56,9 +56,10 @@ def placement() -> Placement:
         instance_id = _call(opener, urllib.request.Request(f"{base}/latest/meta-data/instance-id", headers=headers))
         az = _call(opener, urllib.request.Request(
             f"{base}/latest/meta-data/placement/availability-zone", headers=headers))
+        region = _call(opener, urllib.request.Request(f"{base}/latest/meta-data/placement/region", headers=headers))
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise TransportError(f"instance metadata ({base}) did not answer: {exc}; {hint}") from None
-    instance_id, az = instance_id.strip(), az.strip()
-    if not INSTANCE_ID_RE.match(instance_id) or not AZ_RE.match(az):
+    instance_id, az, region = instance_id.strip(), az.strip(), region.strip()
+    if not INSTANCE_ID_RE.match(instance_id) or not AZ_RE.match(az) or not REGION_RE.match(region):
         raise TransportError(f"instance metadata ({base}) gave an unexpected answer; {hint}")
-    return Placement(instance_id, az)
+    return Placement(instance_id, az, region)  # the region from IMDS: an AZ name minus its letter fails in Local Zones
