@@ -222,3 +222,38 @@ def test_real_dying_memcg_growth_between_scans_is_judged_by_the_trend_rule(tmp_p
     assert len(growth) == 1 and growth[0]["host"] == "local" and growth[0]["severity"] == "high"
     assert growth[0]["evidence"]["delta"] >= 1400
     assert second["summary"]["exit_code"] == 1  # a high finding fails the default --fail-on high
+
+
+def test_a_process_that_dies_inside_the_write_transaction_leaves_earlier_scans_intact(tmp_path: Path) -> None:
+    """Death between the scan's inserts and its COMMIT (os._exit: no cleanup, like SIGKILL) in a real process."""
+    import subprocess
+    import sys
+
+    store = tmp_path / "h.sqlite3"
+    assert scan(store)[0] in (0, 1)
+    script = f"""
+import json, os, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from pathlib import Path
+from auditor.history import record
+from auditor.history.db import open_store
+conn = open_store(Path({str(store)!r}))
+scan_id = record.begin_scan(conn, "2026-12-01T00:00:00Z")
+doc = json.loads(Path({str(REPORT)!r}).read_text())
+snap = json.loads(Path({str(DATA / "snapshots" / "fleet-b1.json")!r}).read_text())
+def die(*args, **kwargs):
+    os._exit(9)  # rows of this scan are written, the transaction is not committed
+record._update_issues = die
+record.record_scan(conn, scan_id, doc, {{"b1": snap}}, "2026-12-01T00:00:01Z")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 9, done.stderr
+    conn = open_store(store, create=False)  # opens cleanly; marks the dead scan
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert list(conn.execute("SELECT id, state FROM scans ORDER BY id")) == [(1, "complete"), (2, "interrupted")]
+        assert conn.execute("SELECT count(*) FROM scan_hosts WHERE scan_id = 2").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM findings WHERE scan_id = 2").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM scan_hosts WHERE scan_id = 1").fetchone()[0] == 1
+    finally:
+        conn.close()
