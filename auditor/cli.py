@@ -16,7 +16,6 @@ from . import __version__, exitcodes, interrupt, textsafe
 from .commands import ami, baseline, collect, diff, history, report, rules, scan, ssm
 from .context import Env
 from .errors import AuditorError, InputError
-from .targets.inventory import redact_urls
 
 
 class CommandModule(Protocol):
@@ -60,6 +59,8 @@ def _wants_debug(argv: list[str]) -> bool:
 
 def clean(text: str) -> str:
     """A message safe for the terminal: URL passwords redacted, control characters escaped."""
+    from .targets.inventory import redact_urls  # only when there is a message: `--help` does not load YAML
+
     return textsafe.block(redact_urls(text))
 
 

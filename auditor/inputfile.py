@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from pathlib import Path
 
 from .errors import InputError
@@ -17,6 +18,8 @@ from .errors import InputError
 MiB = 1 << 20
 MAX_YAML_BYTES = 8 * MiB
 MAX_JSON_BYTES = 64 * MiB
+MAX_DEPTH = 64  # nesting levels of a YAML or JSON document (YAML: counting what aliases bring in)
+MAX_INT_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
 _CHUNK = 1 * MiB
 
 

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .inputfile import MAX_JSON_BYTES, line_at, read_text
-from .yamlload import MAX_DEPTH, MAX_INT_DIGITS
+from .inputfile import MAX_DEPTH, MAX_INT_DIGITS, MAX_JSON_BYTES, line_at, read_text
 
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

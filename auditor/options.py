@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .collect.probe import DEFAULT_BINARIES
-from .compare.groups import MIN_SCORE
 from .transport.ssm_document import DOCUMENT_NAME
 
 if TYPE_CHECKING:
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
 DEFAULT_PARALLEL = 8
 DEFAULT_DEADLINE_S = 60.0
 DEFAULT_TOP = 10
+DEFAULT_MIN_SCORE = 0.5  # least association score for a split (compare/groups.py)
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class CompareOptions:
     group_by: str | None = None
     symptom: str | None = None
     top: int = DEFAULT_TOP
-    min_score: float = MIN_SCORE
+    min_score: float = DEFAULT_MIN_SCORE
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import jsonschema
-
 from . import REPORT_SCHEMA, __version__
 from .errors import InputError
 from .jsonload import json_pointer, load_json_file
@@ -114,6 +112,8 @@ def report_json_schema() -> dict[str, Any]:
 
 def validate_report(doc: dict[str, Any], path: str = "<report>") -> None:
     """Raise InputError naming the first schema violation."""
+    import jsonschema  # when a report is validated, not at start-up
+
     try:
         jsonschema.validate(doc, report_json_schema())
     except jsonschema.ValidationError as exc:

@@ -9,7 +9,6 @@ to convert, lone surrogates and control characters are InputError at their line,
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +16,9 @@ import yaml
 from yaml.events import AliasEvent
 
 from .errors import InputError
-from .inputfile import MAX_YAML_BYTES, line_at, read_text
+from .inputfile import MAX_DEPTH, MAX_INT_DIGITS, MAX_YAML_BYTES, line_at, read_text
 
-MAX_DEPTH = 64  # nesting levels, counting what aliases bring in
 MAX_ALIAS_NODES = 100_000  # nodes that all aliases of a document may add when expanded
-MAX_INT_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 
 

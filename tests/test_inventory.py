@@ -9,7 +9,7 @@ import pytest
 
 from auditor.errors import InputError
 from auditor.models import HostSpec, SSHOptions
-from auditor.targets import load_inventory, parse_target, targets_from_args
+from auditor.targets.inventory import load_inventory, parse_target, targets_from_args
 
 
 def _write(tmp_path: Path, text: str, name: str = "fleet.yaml") -> Path:

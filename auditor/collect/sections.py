@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from .framing import DONE_RE, END_RE, START_RE
 
+MARKER_PREFIX = "@@AMI-AUDITOR-"  # START_RE, END_RE and DONE_RE all begin with it (a test checks)
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
@@ -64,7 +65,12 @@ def split_sections(raw: str, nonce: str) -> tuple[dict[str, Section], bool]:
                               "output tampered with (not trusted)")
         sections[section.name] = section
 
+    clean = _clean if _OTHER_BREAKS.search(raw) else None  # most outputs have nothing to neutralize
     for line in raw.split("\n"):
+        if not line.startswith(MARKER_PREFIX):  # every marker starts so: a body line (or noise between sections)
+            if name is not None:
+                lines.append(clean(line) if clean else line)
+            continue
         if name is None:
             m = START_RE.match(line)
             if _is(m, nonce):
@@ -85,7 +91,7 @@ def split_sections(raw: str, nonce: str) -> tuple[dict[str, Section], bool]:
             assert m2 is not None
             name, lines = m2.group("name"), []
         else:
-            lines.append(_clean(line))
+            lines.append(clean(line) if clean else line)
     if name is not None:  # output cut off mid-section
         keep(Section(name, "\n".join(lines), None))
     return sections, done

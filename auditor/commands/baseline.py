@@ -7,15 +7,9 @@ import tempfile
 from pathlib import Path
 
 from .. import exitcodes
-from ..app import collect_host, redact_errors
 from ..atomicio import check_writable_file, write_text_atomic
-from ..compare.baseline import load_baseline
-from ..compare.capture import capture, render
-from ..compare.normalize import normalize
-from ..compare.sources import load_snapshot_file
 from ..context import Env
 from ..errors import InputError
-from ..targets.resolve import resolve_specs
 from .common import add_target_options, target_options
 
 
@@ -33,6 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _snapshot(args: argparse.Namespace, env: Env) -> dict | int:
     """The source snapshot, or an exit code when the host could not be reached."""
+    from ..app import collect_host, redact_errors  # here, not at start-up: `--help` stays light
+    from ..compare.sources import load_snapshot_file
+    from ..targets.resolve import resolve_specs
+
     if args.snapshot:
         if args.targets or args.inventory:
             raise InputError("give either --snapshot FILE or a target/inventory, not both")
@@ -54,6 +52,10 @@ def _snapshot(args: argparse.Namespace, env: Env) -> dict | int:
 
 
 def run_capture(args: argparse.Namespace, env: Env) -> int:
+    from ..compare.baseline import load_baseline
+    from ..compare.capture import capture, render
+    from ..compare.normalize import normalize
+
     if args.out != "-":
         check_writable_file(Path(args.out), "-o/--out")  # before any host is contacted
     snapshot = _snapshot(args, env)

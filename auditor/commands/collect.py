@@ -6,11 +6,9 @@ import argparse
 from pathlib import Path
 
 from .. import exitcodes
-from ..app import collect_hosts, redact_errors
 from ..atomicio import check_writable_dir
 from ..context import Env
 from ..render.terminal import one_line, progress_printer
-from ..targets.resolve import resolve_specs
 from .checks import unique_stems
 from .common import add_target_options, file_stem, target_options, write_json
 
@@ -24,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
+    from ..app import collect_hosts, redact_errors  # here, not at start-up: `--help` stays light
+    from ..targets.resolve import resolve_specs
+
     opts = target_options(args)
     notes: list[str] = []
     specs = resolve_specs(opts, notes)

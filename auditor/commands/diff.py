@@ -9,16 +9,9 @@ import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .. import exitcodes
-from ..app import collect_host, redact_errors
-from ..collect.probe import DEFAULT_BINARIES
-from ..compare.baseline import Baseline, load_baseline
-from ..compare.drift import Difference, diff_flat, diff_views, drift_view, reverse
-from ..compare.normalize import display, normalize
-from ..compare.release import release_notes
-from ..compare.sources import load_snapshot_file
 from ..context import Env
 from ..errors import InputError
 from ..models import HostSpec
@@ -27,7 +20,11 @@ from ..render.release_notes import render as render_release_notes
 from .aws_options import REGION_RE, add_ami_options, aws_from_args, checked
 from .checks import MAX_DEADLINE_S, bounded_float
 
-Side = Baseline | dict[str, Any] | HostSpec
+if TYPE_CHECKING:  # imported where used: `ami-auditor --help` does not load deepdiff, re2 or jsonschema
+    from ..compare.baseline import Baseline
+    from ..compare.drift import Difference
+
+Side: TypeAlias = "Baseline | dict[str, Any] | HostSpec"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,6 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _side(text: str, inventory: dict[str, HostSpec]) -> Side:
     """Classify one operand and load it (files are validated before any host is contacted)."""
+    from ..compare.baseline import load_baseline
+    from ..compare.sources import load_snapshot_file
     from ..targets.inventory import safe_target, targets_from_args
 
     if text in inventory:
@@ -66,6 +65,9 @@ def _side(text: str, inventory: dict[str, HostSpec]) -> Side:
 
 
 def _collect(spec: HostSpec, deadline: float, env: Env) -> dict[str, Any] | None:
+    from ..app import collect_host, redact_errors
+    from ..collect.probe import DEFAULT_BINARIES
+
     result = collect_host(spec, DEFAULT_BINARIES, deadline)
     if result.snapshot is None:
         redact_errors([result])
@@ -75,6 +77,10 @@ def _collect(spec: HostSpec, deadline: float, env: Env) -> dict[str, Any] | None
 
 def compare(a: Baseline | dict[str, Any], b: Baseline | dict[str, Any]) -> list[Difference]:
     """Differences from A to B for any mix of baselines and snapshots."""
+    from ..compare.baseline import Baseline
+    from ..compare.drift import diff_flat, diff_views, drift_view, reverse
+    from ..compare.normalize import normalize
+
     if isinstance(a, Baseline):
         if isinstance(b, Baseline):
             return diff_flat({p: e.shown() for p, e in a.expect.items()}, {p: e.shown() for p, e in b.expect.items()})
@@ -85,6 +91,8 @@ def compare(a: Baseline | dict[str, Any], b: Baseline | dict[str, Any]) -> list[
 
 
 def _show(value: Any) -> str:
+    from ..compare.normalize import display
+
     return "—" if value is None else display(value)
 
 
@@ -107,6 +115,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
     diffs = compare(loaded[0], loaded[1])
     if args.format != "text":
         skipped = {a for side in loaded if isinstance(side, dict) for a in side.get("not_applicable") or ()}
+        from ..compare.release import release_notes
         from ..targets.inventory import safe_target
 
         notes = release_notes(diffs, safe_target(args.a, quote=False), safe_target(args.b, quote=False), skipped)

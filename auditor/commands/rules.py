@@ -6,15 +6,14 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..compare.sources import load_snapshot_file
 from ..context import Env
-from ..judge.engine import Judge
-from ..judge.rules import RuleSet, rule_files
-from ..judge.stage import load_ruleset
-from ..judge.waivers import load_waivers
 from ..models import Finding
 from .rule_options import add_rule_options, rule_options
+
+if TYPE_CHECKING:
+    from ..judge.rules import RuleSet
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +40,8 @@ def _rows(ruleset: RuleSet) -> list[dict]:
 
 
 def run_list(args: argparse.Namespace, env: Env) -> int:
+    from ..judge.stage import load_ruleset  # the judge loads when a rules command runs, not for `--help`
+
     ruleset = load_ruleset(rule_options(args))
     rows = _rows(ruleset)
     if args.json:
@@ -54,6 +55,12 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
 
 
 def run_check(args: argparse.Namespace, env: Env) -> int:
+    from ..compare.sources import load_snapshot_file
+    from ..judge.engine import Judge
+    from ..judge.rules import RuleSet, rule_files
+    from ..judge.stage import load_ruleset
+    from ..judge.waivers import load_waivers
+
     own = {str(f) for f in rule_files([args.path], builtin=False)}
     builtin = {str(f.resolve()) for f in rule_files([], builtin=True)}
     opts = rule_options(args)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..compare.groups import MIN_SCORE
 from ..context import Env
 from ..history.db import DEFAULT_SHOWN
 from ..models import SEVERITIES
 from ..options import (
+    DEFAULT_MIN_SCORE,
     DEFAULT_TOP,
     CompareOptions,
     HistoryOptions,
@@ -21,7 +21,6 @@ from ..options import (
     RenderOptions,
     ScanOptions,
 )
-from ..pipeline import scan
 from ..render import RENDERERS
 from .common import add_target_options, target_options
 from .rule_options import add_rule_options, rule_options
@@ -50,8 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="rank the facts that separate hosts with this symptom (a rule firing, or a label)")
     g.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
                    help=f"symptom facts to list (default {DEFAULT_TOP})")
-    g.add_argument("--min-split-score", type=float, default=MIN_SCORE, metavar="S",
-                   help=f"least association score for a split (default {MIN_SCORE})")
+    g.add_argument("--min-split-score", type=float, default=DEFAULT_MIN_SCORE, metavar="S",
+                   help=f"least association score for a split (default {DEFAULT_MIN_SCORE})")
     p.add_argument("--format", default="json", metavar="FMT[,FMT…]",
                    help=f"report formats: {', '.join(RENDERERS)} (default json)")
     p.add_argument("--out", default=None, metavar="DIR",
@@ -74,4 +73,6 @@ def scan_options(args: argparse.Namespace) -> ScanOptions:
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
+    from ..pipeline import scan  # the rooms load when a scan runs, not for `--help`
+
     return scan(scan_options(args), env)

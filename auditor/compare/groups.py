@@ -7,13 +7,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from ..options import DEFAULT_MIN_SCORE
 from .index import FleetIndex
 from .normalize import display
 from .severity import path_severity, rank_key, subject
 from .stats import cramers_v, purity
 
 MEASURE = "cramers_v_bias_corrected"
-MIN_SCORE = 0.5  # below this, a value pattern is not "explained by the group"
+MIN_SCORE = DEFAULT_MIN_SCORE  # below this, a value pattern is not "explained by the group"
 MIN_HOSTS = 3
 
 

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from .. import SNAPSHOT_SCHEMA
 from ..collect.schema import snapshot_json_schema
 from ..errors import InputError
 from ..jsonload import json_pointer, load_json_file
 
+if TYPE_CHECKING:
+    import jsonschema
+
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
+    import jsonschema  # when a snapshot file is read, not at start-up
+
     return jsonschema.Draft202012Validator(snapshot_json_schema())
 
 

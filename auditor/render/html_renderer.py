@@ -11,15 +11,17 @@ import base64
 import hashlib
 import json
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import ChainableUndefined, Environment, FileSystemLoader
 from markupsafe import Markup
 
 from ..models import SEVERITIES, severity_rank
 from ..resources import report_templates_dir
 from ..textsafe import block
 from . import view
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 TEMPLATE = "report.html.j2"
 MAX_HOST_CLASSES = 500  # beyond this the page lists the worst classes and points at the JSON
@@ -37,6 +39,8 @@ def _pretty(value: Any) -> str:
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     """Templates from reports/, autoescape on; absent optional keys render empty (ChainableUndefined)."""
+    from jinja2 import ChainableUndefined, Environment, FileSystemLoader  # on first render, not at start-up
+
     env = Environment(loader=FileSystemLoader(str(report_templates_dir())), autoescape=True,
                       undefined=ChainableUndefined, finalize=_shown)
     env.filters.update(show=view.show, short=lambda v, width=24: view.short(view.show(v), width), pretty=_pretty,

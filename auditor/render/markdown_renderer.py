@@ -10,13 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
-
-from jinja2 import ChainableUndefined, Environment, FileSystemLoader
+from typing import TYPE_CHECKING, Any
 
 from ..resources import report_templates_dir
 from ..textsafe import escape_controls
 from . import view
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 TEMPLATE = "report.md.j2"
 TOP = 10  # rows per table; the rest are counted and left to the HTML/JSON report
@@ -66,6 +67,8 @@ def cell(c: view.Cell) -> Raw:
 
 @lru_cache(maxsize=1)
 def environment() -> Environment:
+    from jinja2 import ChainableUndefined, Environment, FileSystemLoader  # on first render, not at start-up
+
     env = Environment(loader=FileSystemLoader(str(report_templates_dir())), autoescape=False,
                       finalize=escape, undefined=ChainableUndefined, keep_trailing_newline=True)
     env.filters.update(code=code, hosts=hosts, cell=cell, show=view.show, pvalue=view.p_value, score=view.score,
