@@ -24,7 +24,7 @@ import pytest
 
 from auditor.errors import AuthFailed, HostKeyRejected, ProbeTimeout, Unreachable
 from auditor.models import HostSpec, SSHOptions
-from auditor.transport.ssh import SSHTransport, build_command, resolve_route
+from auditor.transport.ssh import SSHTransport, build_command, known_host_keys, resolve_route
 
 SSHD = "/usr/sbin/sshd"
 IN_CI = os.environ.get("CI") == "true"
@@ -315,6 +315,22 @@ def test_hashed_known_hosts_entries_work(lab: Lab) -> None:
     subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(kh)], check=True, capture_output=True)
     assert kh.read_text().startswith("|1|")
     assert _run(lab.spec(known_hosts=str(kh)), "echo ok").stdout == "ok\n"
+
+
+def test_known_hosts_is_parsed_once_and_again_when_it_changes(lab: Lab) -> None:
+    # parsed once for every host of a run (not once per host), yet a changed file is never read stale
+    kh = lab.base / "kh_cached"
+    kh.write_text(lab.target.kh_line)
+    assert known_host_keys(kh) is known_host_keys(kh)
+    assert _run(lab.spec(known_hosts=str(kh)), "echo ok").stdout == "ok\n"
+    impostor = _keygen(lab.base / "impostor_cached")
+    kind, b64 = Path(f"{impostor}.pub").read_text().split()[:2]
+    kh.write_text(f"[127.0.0.1]:{lab.target.port} {kind} {b64}\n")
+    with pytest.raises(HostKeyRejected, match="CHANGED"):
+        _run(lab.spec(known_hosts=str(kh)), "echo hi")
+    kh.write_text("")
+    with pytest.raises(HostKeyRejected):
+        _run(lab.spec(known_hosts=str(kh)), "echo hi")
 
 
 # -- auth and reachability -------------------------------------------------------------------------
