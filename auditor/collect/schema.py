@@ -13,8 +13,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from .. import SNAPSHOT_SCHEMA
 from ..models import SEVERITIES
 
@@ -103,6 +101,8 @@ def _build(path: str, decl: dict[str, Any], inherited_volatile: bool = False) ->
 def parse_schema(text: str) -> FactSpec:
     """A facts.yaml text → its checked tree (SchemaError if malformed). The file ships with the package
     (trusted), so libyaml's C loader reads it when present: ~8x less start-up CPU than the Python one."""
+    import yaml  # when the schema is first needed, not at start-up
+
     return _build("", yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
 
 
