@@ -408,9 +408,10 @@ def test_proxy_jump_refused_by_bastion_is_unreachable(lab: Lab) -> None:
 
 def test_hosts_behind_one_bastion_respect_its_max_startups(lab: Lab, tmp_path: Path) -> None:
     """16 hosts scanned at once through a bastion whose sshd keeps at most 3 unauthenticated connections
-    (`MaxStartups 3`: the 4th is dropped). With at most 2 handshakes and 4 connections per jump host
+    (`MaxStartups 3`: the 4th is dropped). With at most 1 handshake and 4 connections per jump host
     (jumplimits), every host gets through and no more than 4 run at once; without the bounds, 16
-    simultaneous handshakes lose hosts to MaxStartups."""
+    simultaneous handshakes lose hosts to MaxStartups. (1, not 3: sshd counts a connection as starting
+    until its child reports the login, which lags the client's view under load.)"""
     from auditor.transport import jumplimits
 
     strict = _start_sshd(lab.base, "strict_bastion", lab.base / "authorized_keys",
@@ -434,7 +435,7 @@ def test_hosts_behind_one_bastion_respect_its_max_startups(lab: Lab, tmp_path: P
         except Exception as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(f"{type(exc).__name__}: {exc}")
 
-    jumplimits.reset(handshakes=2, connections=4)
+    jumplimits.reset(handshakes=1, connections=4)
     try:
         threads = [threading.Thread(target=one) for _ in range(16)]
         for t in threads:

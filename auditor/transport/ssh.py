@@ -266,10 +266,13 @@ class SSHTransport:
             for i, hop in enumerate(self.hops):
                 timeout = self._timeout(deadline)
                 # a jump host's sshd drops connections past MaxStartups unauthenticated ones: bound them
+                # (waiting for a slot is queueing, not connecting: bounded by the deadline, not connect_timeout)
                 gate = jumplimits.handshake_slot(hop.endpoint) if i < len(self.hops) - 1 else None
-                if gate is not None and not gate.acquire(timeout=timeout):
-                    raise Unreachable(f"{hop.user}@{hop.endpoint}: no free handshake slot on the jump host within "
-                                      f"{timeout:.1f}s ({jumplimits.MAX_HANDSHAKES} at once, below sshd's MaxStartups)")
+                wait = None if deadline is None else max(0.1, deadline - time.monotonic())
+                if gate is not None and not gate.acquire(timeout=wait):
+                    raise Unreachable(f"{hop.user}@{hop.endpoint}: no free handshake slot on the jump host before the "
+                                      f"deadline ({jumplimits.MAX_HANDSHAKES} at once, below sshd's MaxStartups)")
+                timeout = self._timeout(deadline)
                 try:
                     sock = self._open_tunnel(self.hops[i - 1], hop, timeout) if i else self._open_socket(hop, timeout)
                     self._clients.append(self._connect_hop(hop, sock, self._timeout(deadline)))
