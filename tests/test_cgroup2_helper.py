@@ -29,9 +29,9 @@ def scratch() -> Path:
 
 def test_dying_cgroups_are_counted_in_cgroup_stat_until_released(scratch: Path) -> None:
     assert cgroup2.cgroup_stat(scratch)["nr_dying_descendants"] == 0
-    with cgroup2.DyingCgroups(scratch, 300) as held:
+    with cgroup2.DyingCgroups(scratch, 100) as held:
         stat = cgroup2.cgroup_stat(scratch)
-        assert stat["nr_dying_descendants"] == 301  # a fresh subtree: exactly ours (+ their removed parent)
+        assert stat["nr_dying_descendants"] == 101  # a fresh subtree: exactly ours (+ their removed parent)
         assert stat["nr_descendants"] == 0  # none of them is live (all removed)
         assert not held.parent.exists()
     assert cgroup2.cgroup_stat(scratch)["nr_dying_descendants"] == 0  # the zombies were reaped

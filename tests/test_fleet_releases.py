@@ -156,8 +156,10 @@ def dying_cgroups(pair: Pair) -> Iterator[None]:
     """DYING real dying cgroups where the release's hosts count them: host-wide dying memcgs on v1/hybrid,
     v2 dying cgroups inside each host's own cgroup namespace on unified hosts."""
     if pair.release in UNIFIED_RELEASES:
-        held = [cgroup2.DyingCgroups(pair.fleet.cgroup2_root(n), DYING) for n in (pair.a, pair.b)]
+        held = [cgroup2.DyingCgroups(pair.fleet.cgroup2_root(n), DYING, wait=False) for n in (pair.a, pair.b)]
         try:
+            for h in held:
+                h.ready()
             yield
         finally:
             for h in held:

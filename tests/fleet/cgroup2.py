@@ -50,17 +50,24 @@ def v2_cgroup_of(pid: int, mount: Path) -> Path:
 
 
 class DyingCgroups:
-    """`n` dying v2 cgroups below `parent` (a cgroup2 directory), held until `release()`."""
+    """`n` dying v2 cgroups below `parent` (a cgroup2 directory), held until `release()`.
 
-    def __init__(self, parent: Path, n: int):
+    `wait=False` returns at once (several batches can be made side by side); `ready()` then waits."""
+
+    def __init__(self, parent: Path, n: int, wait: bool = True):
         self.before = cgroup_stat(parent).get("nr_dying_descendants", 0)
         self.parent = parent / f"ami-auditor-dying-{os.getpid()}-{time.monotonic_ns()}"
         self.parent.mkdir()
         self.proc = subprocess.Popen([sys.executable, "-c", _HELPER, str(self.parent), str(n)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
+        if wait:
+            self.ready()
+
+    def ready(self) -> None:
+        """Wait until the helper made all of them (RuntimeError if it died)."""
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()  # blocks until the helper made all of them (or died)
+        line = self.proc.stdout.readline()
         if line.strip() != "ready":
             self.release()
             raise RuntimeError(f"dying cgroup helper failed: {self.proc.stderr.read() if self.proc.stderr else ''}")
