@@ -12,6 +12,7 @@ from .collect.probe import DEFAULT_BINARIES, probe_args, probe_script, validate_
 from .collect.snapshot import build_snapshot
 from .errors import TransportError
 from .models import HostResult, HostSpec
+from .options import DEFAULT_PARALLEL
 from .targets.inventory import redact_urls
 from .transport import open_transport
 from .transport.base import DEFAULT_DEADLINE_S
@@ -76,7 +77,7 @@ def collect_ssm(
 
 def collect_hosts(
     specs: list[HostSpec],
-    parallel: int = 8,
+    parallel: int = DEFAULT_PARALLEL,
     binaries: Iterable[str] = DEFAULT_BINARIES,
     deadline_s: float = DEFAULT_DEADLINE_S,
     progress: ProgressFn | None = None,

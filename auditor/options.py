@@ -16,7 +16,7 @@ from .transport.ssm_document import DOCUMENT_NAME
 if TYPE_CHECKING:
     from .targets.ec2 import Ec2Filter
 
-DEFAULT_PARALLEL = 8
+DEFAULT_PARALLEL = 16  # the knee of the measured curve (README: Performance)
 DEFAULT_DEADLINE_S = 60.0
 DEFAULT_TOP = 10
 DEFAULT_MIN_SCORE = 0.5  # least association score for a split (compare/groups.py)

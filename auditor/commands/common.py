@@ -10,7 +10,7 @@ from typing import Any
 
 from ..atomicio import write_text_atomic
 from ..collect.probe import DEFAULT_BINARIES
-from ..options import TargetOptions
+from ..options import DEFAULT_PARALLEL, TargetOptions
 from .aws_options import add_aws_options, aws_from_args
 from .checks import MAX_DEADLINE_S, MAX_PARALLEL, bounded_float, bounded_int
 
@@ -23,8 +23,8 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
                         help="local, ssh://[user@]host[:port], ssm://i-…[?region=…], image:///path")
     parser.add_argument("-i", "--inventory", action="append", default=[], metavar="FILE",
                         help="inventory YAML (hosts, labels, SSH options); repeatable")
-    parser.add_argument("--parallel", type=bounded_int(1, MAX_PARALLEL), default=8, metavar="N",
-                        help=f"hosts at once, 1-{MAX_PARALLEL} (default 8)")
+    parser.add_argument("--parallel", type=bounded_int(1, MAX_PARALLEL), default=DEFAULT_PARALLEL, metavar="N",
+                        help=f"hosts at once, 1-{MAX_PARALLEL} (default {DEFAULT_PARALLEL})")
     parser.add_argument("--deadline", type=bounded_float(0.0, MAX_DEADLINE_S), default=60.0, metavar="SECONDS",
                         help=f"wall-clock limit per host, at most {MAX_DEADLINE_S:.0f} (default 60)")
     parser.add_argument("--binary", action="append", default=None, metavar="NAME",
