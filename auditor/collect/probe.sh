@@ -499,11 +499,12 @@ s_cpu_stack() {
   put core "$core"
   [ -n "$tid" ] && put busiest_tid "$tid"
   # --synth=no (perf >= 5.x): no events synthesized for every task on the host (seconds on a busy one);
-  # kernel symbols are resolved from kallsyms anyway. Runs at the probe's own low priority.
+  # kernel symbols are resolved from kallsyms anyway. Runs at the probe's own low priority: perf's ~1 s
+  # of start-up can take many seconds on a busy host, hence a 20 s bound around a 0.5 s sample.
   synth=
   "$pf" record -h 2>&1 | grep -q -e '--synth' && synth=--synth=no
-  out=$(T 8 "$pf" record -q -B -N $synth -e cpu-clock -F 499 -g -C "$core" -o - -- sleep 0.5 2>/dev/null |
-    T 8 "$pf" script -i - -F ip,sym,dso 2>/dev/null | awk '
+  out=$(T 20 "$pf" record -q -B -N $synth -e cpu-clock -F 499 -g -C "$core" -o - -- sleep 0.5 2>/dev/null |
+    T 20 "$pf" script -i - -F ip,sym,dso 2>/dev/null | awk '
     function flush(  f) {
       if (n) { samples++; if (leaf != "") { ks++; self[leaf]++ }; for (f in seen) incl[f]++; memcg += memcg_hit }
       n = 0; leaf = ""; memcg_hit = 0; split("", seen)
@@ -517,7 +518,7 @@ s_cpu_stack() {
       for (f in incl) print "incl", incl[f], f
     }' | sort -k1,1 -k2,2nr | awk '$1 != last { c = 0; last = $1 } ++c <= 20')
   case $NL$out$NL in
-    *"${NL}samples=0$NL"*) echo 'reason=perf took no samples (not permitted here, or did not finish in 8 s)'; return 3 ;;
+    *"${NL}samples=0$NL"*) echo 'reason=perf took no samples (not permitted here, or did not finish in 20 s at low priority)'; return 3 ;;
   esac
   printf '%s\n' "$out"
   return 0
