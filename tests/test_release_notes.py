@@ -110,3 +110,17 @@ def test_release_notes_of_the_fleets_az_a_and_az_b_roots(fleet) -> None:
     assert rows[1].startswith("| high | kubelet | source\\_host") and "dl.k8s.io" in rows[1], md
     for noise in ("cgroups", "unknown", "ssh\\_host", "machine"):
         assert noise not in md, noise
+
+
+@pytest.mark.fleet
+def test_a_baseline_from_goldens_root_gates_the_az_roots(fleet, tmp_path: Path) -> None:
+    """`baseline capture image://<golden's root>`; a1's root meets it, b1's root drifts where AZ b differs."""
+    golden = tmp_path / "golden.yaml"
+    code, _ = run("baseline", "capture", f"image://{fleet.host('golden').root}", "-o", str(golden))
+    assert code == 0 and "facts.systemd.unit_files[ecs.service].state: disabled" in golden.read_text()
+    code, out = run("diff", str(golden), f"image://{fleet.host('a1').root}")
+    assert code == 0, out
+    code, out = run("diff", "--format", "json", str(golden), f"image://{fleet.host('b1').root}")
+    notes = json.loads(out)
+    assert code == 1 and [s["area"] for s in notes["sections"]][:2] == ["units", "binaries"]
+    assert notes["sections"][0]["changes"][0]["subject"] == "ecs.service" and notes["unknown"] == []
