@@ -20,6 +20,15 @@ _SUITES = {"bad_input": "bad input", "faults": "fault", "fuzz": "fuzz"}
 _failed_by_suite: dict[str, int] = {}
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _module_history_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Module-scoped fixtures that scan (set up before any function fixture) get a store of their module's
+    own, never the user's data directory nor another module's scans as their previous ones."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-module")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _own_history_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets its own default history store (scan records every run): no test sees another's
