@@ -49,6 +49,21 @@ def test_hostile_label_values_stay_inside_their_label() -> None:
     assert {s.labels["host"] for s in parsed["ami_auditor_host_up"]} == {evil}
 
 
+def test_odd_numbers_in_a_saved_report_become_nan_or_inf_not_a_crash() -> None:
+    """Found by the render fuzz: an empty generated_at and a 400-digit duration raised ValueError and
+    OverflowError (exit 4); a saved report is untrusted input."""
+    import math
+
+    doc = copy.deepcopy(json.loads((DATA / "fleet.json").read_text()))
+    doc["generated_at"] = ""
+    doc["hosts"][0]["duration_s"] = 10**400
+    doc["hosts"][1]["duration_s"] = float("inf")
+    parsed = families(render(doc))
+    assert math.isnan(parsed["ami_auditor_scan_timestamp_seconds"][0].value)
+    durations = [s.value for s in parsed["ami_auditor_host_scan_duration_seconds"]]
+    assert math.isnan(durations[0]) and durations[1] == float("inf")
+
+
 def test_scan_writes_report_prom_atomically(tmp_path: Path) -> None:
     out = tmp_path / "textfile"
     code = main(["scan", "local", "--binary", "sh", "--no-store", "--format", "prom,json", "--out", str(out)],

@@ -8,6 +8,7 @@ report (a temporary file, then a rename), so the collector never reads half a fi
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from datetime import datetime
 from typing import Any
@@ -24,14 +25,23 @@ def _label(value: object) -> str:
 
 
 def _number(value: float) -> str:
-    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+    """A sample value in exposition format; a saved report is untrusted, so huge or odd numbers are NaN/±Inf."""
+    try:
+        number = float(value)
+    except (OverflowError, TypeError, ValueError):
+        return "NaN"
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "+Inf" if number > 0 else "-Inf"
+    return str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)
 
 
 class _Out:
     def __init__(self) -> None:
         self.lines: list[str] = []
 
-    def metric(self, name: str, help_text: str, samples: list[tuple[dict[str, Any], float]]) -> None:
+    def metric(self, name: str, help_text: str, samples: list[tuple[dict[str, Any], Any]]) -> None:
         full = PREFIX + name
         self.lines.append(f"# HELP {full} {help_text}")
         self.lines.append(f"# TYPE {full} gauge")
@@ -41,7 +51,11 @@ class _Out:
 
 
 def _epoch(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    """Unix time of an ISO timestamp; NaN when a (saved, untrusted) report's is not one."""
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except (ValueError, OverflowError):
+        return math.nan
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -58,7 +72,7 @@ def render(doc: dict[str, Any]) -> str:
     out.metric("host_complete", "1 when every facts area of the host was collected.",
                [({"host": h["name"]}, int(bool(h.get("complete")))) for h in hosts])
     out.metric("host_scan_duration_seconds", "Time to reach and collect the host.",
-               [({"host": h["name"]}, float(h.get("duration_s") or 0.0)) for h in hosts])
+               [({"host": h["name"]}, h.get("duration_s") or 0.0) for h in hosts])
     dying = [({"host": h["name"]}, (h.get("facts_summary") or {}).get("dying_memcgs")) for h in hosts]
     out.metric("dying_memcgs", "Dying (zombie) memory cgroups on the host.",
                [(labels, v) for labels, v in dying if isinstance(v, (int, float))])
