@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..collect import framing
 from ..collect.image_sections import ImageSections
+from ..collect.probe import EXEC_VERSIONS_FLAG, split_probe_args
 from ..errors import InputError, TransportError
 from ..models import CommandResult, HostSpec
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
@@ -58,9 +59,8 @@ class ImageTransport:
         started = time.monotonic()
         try:
             with ImageFS(self.root) as fs:
-                binaries = [a for a in args if not a.startswith("-")]
-                exec_versions = "--exec-versions" in args
-                text = ImageSections(fs, nonce, binaries, started + deadline_s, exec_versions).text()
+                flags, binaries = split_probe_args(args)
+                text = ImageSections(fs, nonce, binaries, started + deadline_s, EXEC_VERSIONS_FLAG in flags).text()
         except OSError as exc:
             raise TransportError(f"image {self.root}: {exc.strerror or exc}") from exc
         data = text.encode("utf-8", "replace")
