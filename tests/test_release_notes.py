@@ -31,6 +31,10 @@ def test_version_order_is_dpkg_order_not_string_order(older: str, newer: str) ->
     assert compare_versions(newer, newer) == 0
 
 
+def test_text_that_is_no_version_has_no_order() -> None:
+    assert compare_versions("", "1.0") == 0 and compare_versions("1.0", "a b") == 0
+
+
 def _package(root: Path, name: str, version: str) -> None:
     status = root / "var/lib/dpkg/status"
     status.write_text(status.read_text() + f"Package: {name}\nStatus: install ok installed\nArchitecture: amd64\n"
