@@ -211,3 +211,14 @@ def snapshot_json_schema() -> dict[str, Any]:
             },
         },
     }
+
+
+_HOT: dict[str, bool] = {}
+
+
+def holds_volatile(spec: FactSpec) -> bool:
+    """Whether a declared fact is volatile or holds volatile facts (memoized by path)."""
+    hot = _HOT.get(spec.path)
+    if hot is None:
+        hot = _HOT[spec.path] = spec.volatile or any(holds_volatile(c) for c in spec.children.values())
+    return hot

@@ -16,7 +16,7 @@ import json
 import zlib
 from typing import Any
 
-from ..collect.schema import FactSpec, fact_tree
+from ..collect.schema import FactSpec, fact_tree, holds_volatile
 
 PER_RUN_KEYS = ("name", "target", "labels", "collected_at", "probe")
 _HOLE = "\x00v"  # marks a taken-out volatile value in the stable body (never a real fact: NUL is escaped on input)
@@ -27,24 +27,13 @@ def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-_HOT: dict[str, bool] = {}
-
-
-def _hot(spec: FactSpec) -> bool:
-    """Whether a declared fact is volatile or holds volatile facts (memoized by path)."""
-    hot = _HOT.get(spec.path)
-    if hot is None:
-        hot = _HOT[spec.path] = spec.volatile or any(_hot(c) for c in spec.children.values())
-    return hot
-
-
 def _split(value: Any, spec: FactSpec | None, out: list[Any]) -> Any:
     """`value` with its volatile facts replaced by holes, their values appended to `out` in sorted-key
     order (the order of the stored canonical JSON). Subtrees without volatile facts are kept as they are."""
     if spec is not None and spec.volatile:
         out.append(value)
         return _HOLE
-    if spec is not None and not _hot(spec):
+    if spec is not None and not holds_volatile(spec):
         return value
     if isinstance(value, dict):
         children = spec.children if spec is not None and spec.type != "list" else {}

@@ -19,12 +19,15 @@ from functools import lru_cache
 from typing import Any
 
 from jmespath.exceptions import JMESPathError
+from jmespath.visitor import TreeInterpreter
 
 from ..collect.schema import derived_areas, fact_tree
 from ..models import Finding
 from . import fleet
 from .functions import OPTIONS
+from .rowmemo import RowMemoInterpreter
 from .rules import Rule, RuleSet
+from .shapes import Shape, projector
 from .templates import render_title
 
 UNKNOWN_SEVERITY = "info"
@@ -53,15 +56,15 @@ class _Digests:
         self.snapshot = snapshot
         self.facts = snapshot.get("facts") or {}
         self.memo: dict[str, bytes] = {}
+        self.shaped: dict[tuple[str, Shape], bytes] = {}
 
-    def area(self, name: str, key: str | None) -> bytes:
-        memo_key = f"facts.{name}.{key}" if key else f"facts.{name}"
-        if memo_key not in self.memo:
-            value = self.facts.get(name)
-            if key is not None and isinstance(value, dict):
-                value = value.get(key)
-            self.memo[memo_key] = _digest(value)
-        return self.memo[memo_key]
+    def area(self, name: str, shape: Shape) -> bytes:
+        """Digest of the part of area `name` that `shape` reads (judge/shapes.py)."""
+        memo_key = (name, shape)
+        got = self.shaped.get(memo_key)
+        if got is None:
+            got = self.shaped[memo_key] = _digest(projector(shape)(self.facts.get(name)))
+        return got
 
     def root(self, name: str, keys: tuple[str, ...] | None = None) -> bytes:
         """Digest of a top-level value, or of only `keys` of it (a rule that reads host.az alone)."""
@@ -74,9 +77,9 @@ class _Digests:
         return self.memo[memo_key]
 
 
-def _item_name(rule: Rule, match: Any, ctx: dict[str, Any]) -> str | None:
+def _item_name(rule: Rule, match: Any, ctx: dict[str, Any], interp: TreeInterpreter) -> str | None:
     if rule.item_expr is not None:
-        value = rule.item_expr.search(ctx, options=OPTIONS)
+        value = interp.visit(rule.item_expr.parsed, ctx)
     elif isinstance(match, dict):
         value = match.get(rule.item_key) if rule.item_key else None
     else:
@@ -84,20 +87,21 @@ def _item_name(rule: Rule, match: Any, ctx: dict[str, Any]) -> str | None:
     return None if value is None else str(value)
 
 
-def _evaluate(rule: Rule, snapshot: dict[str, Any]) -> list[Finding]:
+def _evaluate(rule: Rule, snapshot: dict[str, Any], interp: TreeInterpreter | None = None) -> list[Finding]:
     """Run one rule on one snapshot; findings carry host="" (filled in by the caller)."""
-    if rule.when is not None and not truthy(rule.when.search(snapshot, options=OPTIONS)):
+    interp = interp or TreeInterpreter(OPTIONS)
+    if rule.when is not None and not truthy(interp.visit(rule.when.parsed, snapshot)):
         return []
     if rule.select is None:
         matches: list[Any] = [None]
     else:
-        result = rule.select.search(snapshot, options=OPTIONS)
+        result = interp.visit(rule.select.parsed, snapshot)
         matches = [m for m in result if truthy(m)] if isinstance(result, list) else [result] * truthy(result)
     out = []
     for match in matches:
         ctx = snapshot if rule.select is None else {**snapshot, "item": match}
         if rule.evidence:
-            evidence = {name: expr.search(ctx, options=OPTIONS) for name, expr in rule.evidence}
+            evidence = {name: interp.visit(expr.parsed, ctx) for name, expr in rule.evidence}
         elif isinstance(match, dict):
             evidence = dict(match)
         else:
@@ -110,7 +114,7 @@ def _evaluate(rule: Rule, snapshot: dict[str, Any]) -> list[Finding]:
         title = render_title(rule.title, context, rule.id)
         link = render_title(rule.link, context, title) if rule.link is not None else None
         out.append(Finding(host="", rule=rule.id, severity=rule.severity, title=title, description=rule.description,
-                           remediation=rule.remediation, item=_item_name(rule, match, ctx), evidence=evidence,
+                           remediation=rule.remediation, item=_item_name(rule, match, ctx, interp), evidence=evidence,
                            tags=rule.tags, link=link))
     return out
 
@@ -146,11 +150,12 @@ class Judge:
         self._cache: dict[tuple[int, tuple[bytes, ...]], list[dict[str, Any]]] = {}
         self._derived = derived_areas()  # trends: absent without history, which is no trend, not an unknown
         self.evaluations = 0  # rule runs actually performed (cache misses)
+        self._interp = RowMemoInterpreter(OPTIONS)  # filters remember their verdict per distinct row
 
     def _key(self, index: int, rule: Rule, digests: _Digests) -> tuple[int, tuple[bytes, ...]]:
         if "*" in rule.roots:
             return index, (digests.root("*"),)
-        parts = [digests.area(a, k) for a, k in rule.reads]
+        parts = [digests.area(a, shape) for a, shape in rule.shapes]
         parts.extend(digests.root(r, rule.root_keys.get(r)) for r in self._roots[index])
         return index, tuple(parts)
 
@@ -172,15 +177,16 @@ class Judge:
                 out.append(replace(unknown, host=host))
                 continue
             key = self._key(index, rule, digests)
-            found = self._cache.get(key)
+            found = None if key is None else self._cache.get(key)
             if found is None:
                 self.evaluations += 1
                 try:
-                    results = _evaluate(rule, snapshot)
+                    results = _evaluate(rule, snapshot, self._interp)
                 except (JMESPathError, TypeError, ValueError) as exc:
                     results = [_not_evaluated(rule, "error", f"{type(exc).__name__}: {exc}", {})]
                 found = [{k: getattr(f, k) for k in _FIELDS} for f in results]
-                self._cache[key] = found
+                if key is not None:
+                    self._cache[key] = found
             out.extend(Finding(host=host, **f) for f in found)
         return out
 

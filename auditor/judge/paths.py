@@ -34,6 +34,8 @@ class Reads:
     roots: set[str] = field(default_factory=set)
     areas: set[str] = field(default_factory=set)
     whole_facts: bool = False
+    # lists read only as a projection's base (`units[?…]`): their rows count, the fields read are in `paths`
+    bases: set[str] = field(default_factory=set)
 
     def note(self, path: str) -> None:
         self.paths.add(path)
@@ -50,6 +52,13 @@ class Reads:
         self.roots |= other.roots
         self.areas |= other.areas
         self.whole_facts |= other.whole_facts
+        self.bases |= other.bases
+
+    def use(self, spec: FactSpec | None) -> None:
+        """A value consumed whole (a function argument, an operand, a result): what a projection, `@` or a
+        function hands on is read in full, so its path is noted (a field chain's end is noted already)."""
+        if spec is not None and spec.path:
+            self.note(spec.path)
 
 
 def root_spec(item: FactSpec | None = None) -> FactSpec:
@@ -131,12 +140,12 @@ def _walk(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactSpec 
         left = _walk(kids[0], ctx, reads)
         return element(left) if kids[1]["type"] == "index" else left
     if kind == "projection":
-        left = _walk(kids[0], ctx, reads)
+        left = _base(kids[0], ctx, reads)
         return list_of(_walk(kids[1], element(left), reads))
     if kind == "filter_projection":
-        left = _walk(kids[0], ctx, reads)
+        left = _base(kids[0], ctx, reads)
         item = element(left)
-        _walk(kids[2], item, reads)
+        reads.use(_walk(kids[2], item, reads))
         return list_of(_walk(kids[1], item, reads))
     if kind == "flatten":
         return _walk(kids[0], ctx, reads)
@@ -144,10 +153,21 @@ def _walk(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactSpec 
         return _function(node, ctx, reads)
     if kind in ("literal", "index", "slice"):
         return None
-    for kid in kids:  # comparators, and/or/not, multi-selects, value projections, exprefs
+    for kid in kids:  # comparators, and/or/not, multi-selects, value projections, exprefs: operands used whole
         if isinstance(kid, dict):
-            _walk(kid, ctx, reads)
+            reads.use(_walk(kid, ctx, reads))
     return None
+
+
+def _base(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactSpec | None:
+    """Walk a projection's left side: a list it newly names is a base (its rows are iterated, only the fields
+    the projection reads are read), not a whole read."""
+    before = set(reads.paths)
+    left = _walk(node, ctx, reads)
+    if left is not None and left.type == "list" and left.path in reads.paths and left.path not in before:
+        reads.paths.discard(left.path)
+        reads.bases.add(left.path)
+    return left
 
 
 def _function(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactSpec | None:
@@ -161,6 +181,7 @@ def _function(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactS
             _walk(arg["children"][0], element(first), reads)
             continue
         spec = _walk(arg, ctx, reads)
+        reads.use(spec)
         if i == 0:
             first = spec
     if name in _SAME_AS_FIRST:
@@ -170,11 +191,14 @@ def _function(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactS
     return None
 
 
-def analyze(parsed: dict[str, Any], item: FactSpec | None = None, root: FactSpec | None = None) -> tuple[
-        FactSpec | None, Reads]:
-    """Validate a parsed expression (jmespath `.parsed`); return the spec of its result and what it reads."""
+def analyze(parsed: dict[str, Any], item: FactSpec | None = None, root: FactSpec | None = None,
+            used: bool = True) -> tuple[FactSpec | None, Reads]:
+    """Validate a parsed expression (jmespath `.parsed`); return the spec of its result and what it reads.
+    `used=False` for a `select`, whose result's rows are read only as far as the rule reads `item`."""
     reads = Reads()
     result = _walk(parsed, root or root_spec(item), reads)
+    if used:
+        reads.use(result)
     return result, reads
 
 

@@ -42,6 +42,7 @@ from ..resources import builtin_rules_dir
 from ..yamlload import LineDict, LineList, load_yaml_file, reject_unknown_keys
 from .params import Override, coerce, plain, substitute
 from .paths import PathError, Reads, analyze, element, root_spec
+from .shapes import area_shapes
 from .templates import TemplateError, compile_title
 
 PACK_KEYS = {"pack", "description", "params", "rules"}
@@ -94,6 +95,8 @@ class Rule:
     link: Any | None = None  # compiled jinja2 template: this finding's short text in a chain's one line
     fleet: FleetSpec | None = None  # a fleet rule: evaluated over all snapshots of a scan, not per host
     root_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # root → the only keys read (host.az…)
+    shapes: tuple[tuple[str, Any], ...] = ()  # (area, shape): the part of each area read (judge/shapes.py)
+    volatile: bool = True  # reads a volatile fact (a counter, a time): judged on every host, never cached
 
 
 @dataclass
@@ -202,8 +205,8 @@ def _apply_overrides(packs: dict[str, Pack], overrides: Iterable[Override]) -> N
         pack.params[o.name] = coerce(pack.params[o.name], plain(o.value), f"{o.pack}.{o.name}", o.source, o.line)
 
 
-def _compile_expr(text: Any, key: str, node: LineDict, pack: Pack, item: FactSpec | None) -> tuple[Any, FactSpec | None,
-                                                                                                     Reads]:
+def _compile_expr(text: Any, key: str, node: LineDict, pack: Pack, item: FactSpec | None,
+                  used: bool = True) -> tuple[Any, FactSpec | None, Reads]:
     line = node.line_of(key)
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{key!r} must be a JMESPath expression (a string)", pack.source, line)
@@ -221,7 +224,7 @@ def _compile_expr(text: Any, key: str, node: LineDict, pack: Pack, item: FactSpe
         msg = " ".join(str(exc).split())
         raise InputError(f"{key}: invalid JMESPath expression: {msg}", pack.source, line) from None
     try:
-        result, reads = analyze(compiled.parsed, item=item)  # type: ignore[arg-type]  # jmespath's AST dict
+        result, reads = analyze(compiled.parsed, item=item, used=used)  # type: ignore[arg-type]  # jmespath AST
     except PathError as exc:
         raise InputError(f"{key}: {exc}", pack.source, line) from None
     except RecursionError:
@@ -232,7 +235,7 @@ def _compile_expr(text: Any, key: str, node: LineDict, pack: Pack, item: FactSpe
 def _area_keys(reads: Reads, areas: set[str]) -> tuple[tuple[str, str | None], ...]:
     """Which top-level key of each area a rule reads (None: the whole area), for content-keyed caching."""
     keys: dict[str, set[str | None]] = {a: set() for a in areas}
-    for path in reads.paths:
+    for path in reads.paths | reads.bases:
         parts = path.split(".")
         if parts[0] != "facts" or len(parts) < 2:
             continue
@@ -301,11 +304,15 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
         reads.merge(r)
         when_paths = r.paths
     if "select" in node:
-        select, result, r = _compile_expr(node["select"], "select", node, pack, None)
+        select, result, r = _compile_expr(node["select"], "select", node, pack, None, used=False)
         reads.merge(r)
         item_spec = element(result) if result is not None and result.type == "list" else result
+        if result is not None and result.type != "list":
+            reads.use(result)  # one match, the value itself
         item_spec = item_spec or FREE_ITEM
     item_key = item_spec.key if item_spec is not None else None
+    if item_key and item_spec is not None and item_key in item_spec.children:
+        reads.note(item_spec.children[item_key].path)  # the item is named by its row key
     if "item" in node:
         if select is None:
             raise InputError("'item' needs 'select' (it names the matched item)", where, node.line_of("item"))
@@ -326,6 +333,8 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
         item_spec = FREE_ITEM
     if not evidence and select is None and fleet is None:  # a host-level rule shows the facts its condition read
         evidence = [(p, jmespath.compile(p)) for p in sorted(when_paths) if _plain_path(p)]
+    if not evidence and select is not None and item_spec is not None:
+        reads.use(item_spec)  # the evidence is the whole match
     title_src = node["title"]
     if not isinstance(title_src, str) or not title_src.strip():
         raise InputError("'title' must be a non-empty string (a jinja2 template)", where, node.line_of("title"))
@@ -354,11 +363,13 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
     areas = set(reads.areas)
     if reads.whole_facts or "*" in reads.roots:
         areas |= set(fact_tree().children["facts"].children)
+    shapes, volatile = area_shapes(reads.paths, reads.bases, areas, reads.whole_facts or "*" in reads.roots)
     return Rule(
         id=rid, pack=pack.name, severity=severity, name=_str(node, "name", where, title_src.strip()), title=title,
         description=_str(node, "description", where).strip(), remediation=_str(node, "remediation", where).strip(),
         tags=tuple(tags), when=when, select=select, item_expr=item_expr, item_key=item_key,
         evidence=tuple(evidence), areas=frozenset(areas), reads=_area_keys(reads, areas),
+        shapes=shapes, volatile=volatile,
         roots=frozenset(reads.roots - {"facts", "item"}),
         params=dict(pack.params), source=where, line=node.line, leads_to=leads_to, leads_to_lines=leads_to_lines,
         link=link, fleet=fleet, root_keys=_root_keys(reads),

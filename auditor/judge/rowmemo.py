@@ -1,0 +1,89 @@
+"""A JMESPath interpreter that remembers each filter's verdict per distinct row.
+
+`facts.systemd.units[?restarts >= `3` || sub_state == 'auto-restart']` is asked of every host, and most
+rows repeat across a fleet in the fields the filter reads (`restarts`, `sub_state`) even when other
+fields (pids, start times) differ on every host. The verdict for a row is kept under the filter node and
+the row's values in exactly the fields the filter reads — or the whole row when the filter reads it in
+a way this cannot follow (`@`, unknown node kinds) — so a fleet pays once per distinct row, not per host.
+Keys are marshal bytes, which tell `true` from `1` and `1.0` (JMESPath does too); equal rows that marshal
+differently only miss. Functions are pure (judge/functions.py), so a verdict depends on nothing else.
+"""
+
+from __future__ import annotations
+
+import marshal
+from typing import Any
+
+from jmespath.visitor import Options, TreeInterpreter
+
+MAX_ENTRIES = 1 << 20  # verdicts kept; past this the memo starts again (bounded memory on any fleet)
+_OPERATORS = ("comparator", "and_expression", "or_expression", "not_expression", "multi_select_list",
+              "multi_select_hash", "key_val_pair")
+_LEFT_ONLY = ("subexpression", "index_expression", "projection", "filter_projection", "flatten", "pipe")
+
+
+def row_fields(node: dict[str, Any]) -> frozenset[str] | None:
+    """Top-level fields of the row that `node` reads, or None when it may read the row some other way."""
+    kind = node["type"]
+    if kind == "field":
+        return frozenset((node["value"],))
+    if kind in ("literal", "expref"):  # an expref runs on the elements of another argument, not on the row
+        return frozenset()
+    kids = node.get("children", [])
+    if kind in _LEFT_ONLY:  # the rest of the chain runs on what the left side returned
+        return row_fields(kids[0]) if kids else None
+    if kind in _OPERATORS or kind == "function_expression":
+        out: set[str] = set()
+        for kid in kids:
+            got = row_fields(kid)
+            if got is None:
+                return None
+            out |= got
+        return frozenset(out)
+    return None  # current (@), identity, slices, anything new: key on the whole row
+
+
+class RowMemoInterpreter(TreeInterpreter):
+    """TreeInterpreter whose filter projections look verdicts up before evaluating them."""
+
+    def __init__(self, options: Options | None = None):
+        super().__init__(options)
+        self.memo: dict[tuple[int, bytes], bool] = {}
+        self._fields: dict[int, tuple[str, ...] | None] = {}
+
+    def _fields_of(self, cond: dict[str, Any]) -> tuple[str, ...] | None:
+        key = id(cond)
+        if key not in self._fields:
+            got = row_fields(cond)
+            self._fields[key] = None if got is None else tuple(sorted(got))
+        return self._fields[key]
+
+    def visit_filter_projection(self, node: dict[str, Any], value: Any) -> Any:  # type: ignore[override]
+        base = self.visit(node["children"][0], value)
+        if not isinstance(base, list):
+            return None
+        cond = node["children"][2]
+        fields = self._fields_of(cond)
+        ident = id(cond)
+        memo = self.memo
+        collected = []
+        for element in base:
+            try:
+                if fields is not None and type(element) is dict:
+                    key: bytes | None = marshal.dumps(tuple(map(element.get, fields)), 2)
+                else:
+                    key = marshal.dumps(element, 2)
+            except ValueError:  # nested past marshal's depth: just evaluate
+                key = None
+            verdict = memo.get((ident, key)) if key is not None else None
+            if verdict is None:
+                verdict = self._is_true(self.visit(cond, element))  # type: ignore[attr-defined]  # jmespath's
+                if key is not None:
+                    if len(memo) >= MAX_ENTRIES:
+                        memo.clear()
+                    memo[(ident, key)] = verdict
+            if verdict:
+                current = self.visit(node["children"][1], element)
+                if current is not None:
+                    collected.append(current)
+        return collected

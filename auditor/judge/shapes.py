@@ -1,0 +1,122 @@
+"""What part of each facts area a rule reads, so its cached result is keyed by that part only.
+
+A rule that reads `facts.binaries[].found`, `.package` and `.source_url` gives the same result on two
+hosts whose binaries differ only in `mtime` (volatile: per-host noise), so its cache key is a digest of
+the binaries projected onto the fields it reads, not of the whole area. Shapes are built from the fact
+paths a rule reads (judge/paths.py, checked against facts.yaml) and are conservative: a path that ends
+on a container, a value used whole (`@`, a function argument, a select without evidence) or a free-form
+map reads everything under it.
+
+A shape is None (the whole value), ("obj", ((field, shape), …)) or ("rows", shape) for a list of rows;
+a projection base that no field is read from is ("rows", ("obj", ())): only how many rows there are,
+and which are empty, matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from ..collect.schema import FactSpec, fact_tree, holds_volatile
+
+Shape = tuple[Any, ...] | None
+_NO_FIELDS: Shape = ("obj", ())
+
+
+class _Node:
+    """A shape under construction: `whole`, or the fields/rows read below it."""
+
+    def __init__(self) -> None:
+        self.whole = False
+        self.fields: dict[str, _Node] = {}
+        self.rows: _Node | None = None
+
+    def freeze(self) -> Shape:
+        if self.whole:
+            return None
+        if self.rows is not None:
+            return ("rows", self.rows.freeze())
+        return ("obj", tuple((k, self.fields[k].freeze()) for k in sorted(self.fields)))
+
+
+def _add(root: _Node, spec: FactSpec, segments: list[str], base: bool) -> bool:
+    """Mark the path `segments` (below `spec`) as read: whole at its end, or rows only for a base. Returns
+    whether what is read includes a volatile fact (facts.yaml `volatile`)."""
+    node = root
+    volatile = False
+    for seg in segments:
+        name, rows = (seg[:-2], True) if seg.endswith("[]") else (seg, False)
+        child = spec.children.get(name) if spec.type == "object" else None
+        if child is None:  # a map's free keys, or anything the schema does not spell out: read it all
+            node.whole = True
+            return volatile or holds_volatile(spec)
+        node = node.fields.setdefault(name, _Node())
+        spec = child
+        volatile = volatile or spec.volatile
+        if rows:
+            if spec.type != "list" or not spec.children:
+                node.whole = True
+                return volatile or holds_volatile(spec)
+            if node.rows is None:
+                node.rows = _Node()
+            node, spec = node.rows, FactSpec(spec.path, "object", children=spec.children)
+    if base and spec.type == "list" and spec.children:
+        if node.rows is None:
+            node.rows = _Node()
+        return volatile
+    node.whole = True
+    return volatile or holds_volatile(spec)
+
+
+def area_shapes(paths: set[str], bases: set[str], areas: set[str],
+                whole: bool) -> tuple[tuple[tuple[str, Shape], ...], bool]:
+    """((area, shape) for every area read, whether any volatile fact is read), from the fact paths read
+    (`paths`) and the projection bases."""
+    facts = fact_tree().children["facts"]
+    if whole:
+        return tuple((a, None) for a in sorted(areas)), any(
+            holds_volatile(facts.children[a]) for a in areas if a in facts.children)
+    root = _Node()
+    volatile = False
+    for path, base in [(p, False) for p in paths] + [(p, True) for p in bases]:
+        head, _, rest = path.partition(".")
+        if head == "facts" and rest:
+            volatile = _add(root, facts, rest.split("."), base) or volatile
+    out = []
+    for area in sorted(set(root.fields) | areas):
+        node = root.fields.get(area) or _Node()
+        if not node.whole and node.rows is None and not node.fields:  # named only as `facts.AREA`: all of it
+            node.whole = True
+            spec = facts.children.get(area)
+            volatile = volatile or spec is None or holds_volatile(spec)
+        out.append((area, node.freeze()))
+    return tuple(out), volatile
+
+
+def _whole(value: Any) -> Any:
+    return value
+
+
+@lru_cache(maxsize=4096)
+def projector(shape: Shape) -> Callable[[Any], Any]:
+    """A function that cuts a value to `shape`: what a rule with this shape can see of it. A cut value is
+    a tuple, which parsed JSON never holds, so a cut value and a whole one are never mistaken for each other;
+    an unexpected type (a hostile host's list where an object belongs) is kept whole."""
+    if shape is None:
+        return _whole
+    kind, sub = shape
+    if kind == "rows":
+        row = projector(sub)
+        return lambda value: [row(r) for r in value] if type(value) is list else value
+    keys = tuple(k for k, _ in sub)
+    if all(s is None for _, s in sub):  # flat fields: the common case, done in C
+        return lambda value: (bool(value), *map(value.get, keys)) if type(value) is dict else value
+    cuts = tuple(projector(s) for _, s in sub)
+    return lambda value: (bool(value), *(cut(value.get(k)) for k, cut in zip(keys, cuts))) \
+        if type(value) is dict else value
+
+
+def project(value: Any, shape: Shape) -> Any:
+    """`value` cut to `shape` (see projector)."""
+    return projector(shape)(value)

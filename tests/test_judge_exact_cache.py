@@ -1,0 +1,190 @@
+"""The judge's shortcuts never change a verdict: results cached by the part of each area a rule reads
+(judge/shapes.py) and filter verdicts remembered per distinct row (judge/rowmemo.py) give, host for host,
+exactly what evaluating every rule afresh on every host gives — over hosts that differ in the fields the
+rules read, in fields they do not read, and in hostile ways (a `true` where a count belongs, `"3"`, `3.0`,
+rows that are not objects, missing fields, areas of the wrong type)."""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from jmespath.visitor import TreeInterpreter
+
+from auditor.judge.engine import Judge
+from auditor.judge.functions import OPTIONS
+from auditor.judge.rowmemo import row_fields
+from auditor.judge.rules import load_rules
+from tests.test_rules_builtin import recorded
+
+TRICKY_PACK = """\
+pack: tricky
+rules:
+  - id: tricky.count-failed
+    title: "{{ evidence.n }} units failed"
+    severity: low
+    when: "length(facts.systemd.units[?active_state == 'failed']) > `0`"
+    evidence: {n: "length(facts.systemd.units[?active_state == 'failed'])"}
+  - id: tricky.whole-row
+    title: "{{ item.name }} restarted"
+    severity: low
+    select: "facts.systemd.units[?restarts > `1`]"
+  - id: tricky.at
+    title: ecs enabled
+    severity: low
+    select: "facts.systemd.enabled_units[?@ == 'ecs.service']"
+  - id: tricky.to-string
+    title: "{{ evidence.s }}"
+    severity: info
+    when: "contains(to_string(facts.binaries[*]), '\\"mtime\\":7')"
+    evidence: {s: "to_string(facts.binaries[*].name)"}
+  - id: tricky.sort-by
+    title: "{{ evidence.first }}"
+    severity: info
+    when: "facts.systemd.units"
+    evidence: {first: "sort_by(facts.systemd.units[?main_pid != `null`], &main_pid)[0].name"}
+  - id: tricky.names
+    title: "{{ item }}"
+    severity: info
+    select: "facts.binaries[?found].name"
+  - id: tricky.rows-only
+    title: "{{ evidence.n }} units"
+    severity: info
+    select: "facts.systemd.units[*]"
+    item: "name"
+    evidence: {n: "`1`"}
+  - id: tricky.title-reads-row
+    title: "{{ item.name }} pid {{ item.main_pid }}"
+    severity: info
+    select: "facts.systemd.units[?sub_state == 'auto-restart']"
+    evidence: {state: item.sub_state}
+"""
+
+COUNTS = [0, 1, 2, 3, 5, True, "3", 3.0, None]
+STATES = ["active", "failed", "activating"]
+SUBS = ["running", "auto-restart", "dead", "exited"]
+
+
+def _host(rng: random.Random, i: int) -> dict[str, Any]:
+    snap = copy.deepcopy(recorded(rng.choice(["fleet-a1", "fleet-b1", "fleet-golden"])))
+    snap["name"] = f"h{i}"
+    snap["host"]["hostname"] = f"h{i}"
+    facts = snap["facts"]
+    units = facts["systemd"]["units"]
+    for n, unit in enumerate(units):
+        unit["main_pid"] = rng.choice([None, rng.randrange(1, 9)])  # read by one rule's evidence and title
+        if rng.random() < 0.3:
+            unit["restarts"] = rng.choice(COUNTS)
+        if rng.random() < 0.2:
+            unit["active_state"] = rng.choice(STATES)
+        if rng.random() < 0.2:
+            unit["sub_state"] = rng.choice(SUBS)
+        if rng.random() < 0.03:
+            unit.pop("restarts", None)
+        if rng.random() < 0.02:
+            units[n] = rng.choice(["ecs.service", {}, 7, None])  # a hostile host's row
+    if rng.random() < 0.3:
+        enabled = facts["systemd"]["enabled_units"]
+        facts["systemd"]["enabled_units"] = [u for u in enabled if u != "ecs.service"] if rng.random() < 0.5 \
+            else [*enabled, "ecs.service"]
+    for b in facts["binaries"]:
+        b["mtime"] = rng.randrange(10)  # volatile; read only through to_string(...)
+        if rng.random() < 0.3:
+            b["package"] = rng.choice([None, "kubelet-deb"])
+        if rng.random() < 0.2:
+            b["found"] = rng.choice([True, False, 1, "yes"])
+        if rng.random() < 0.2:
+            b["source_host"] = rng.choice([None, "mirror.example.net", "amazon-eks.s3.amazonaws.com"])
+    memory = facts["cgroups"]["memory"]
+    memory["dying"] = rng.choice([0, 10, 4000, 60000, True])
+    if rng.random() < 0.05:
+        facts["binaries"] = {"kubelet": 1}  # the wrong type for the area
+    if rng.random() < 0.05:
+        facts["systemd"] = None
+        snap.setdefault("errors", {})["systemd"] = "timed out"
+    return snap
+
+
+def _twin(rng: random.Random, snap: dict[str, Any], i: int) -> dict[str, Any]:
+    twin = copy.deepcopy(snap)
+    twin["name"] = f"h{i}-twin"
+    facts = twin["facts"]
+    for unit in (facts.get("systemd") or {}).get("units") or []:
+        if isinstance(unit, dict):
+            unit["main_pid"] = rng.choice([None, rng.randrange(1, 9)])
+            unit["main_started_s"] = rng.random()
+    for b in facts["binaries"] if isinstance(facts["binaries"], list) else []:
+        b["mtime"] = rng.randrange(10)
+    return twin
+
+
+def _reference(ruleset: Any, snap: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every rule evaluated afresh on this one host, with jmespath's own interpreter."""
+    judge = Judge(ruleset)
+    judge._interp = TreeInterpreter(OPTIONS)  # no remembered verdicts
+    return [asdict(f) for f in judge.judge(snap)]
+
+
+def test_cached_and_remembered_verdicts_equal_fresh_evaluation(tmp_path: Path) -> None:
+    (tmp_path / "tricky.yaml").write_text(TRICKY_PACK)
+    ruleset = load_rules([tmp_path], builtin=True)
+    rng = random.Random(14)
+    hosts = []
+    for i in range(160):
+        hosts.append(_host(rng, i))
+        if i % 3 == 0:  # a twin: the same host but for fields only some rules read (pids, mtimes)
+            twin = _twin(rng, hosts[-1], i)
+            hosts.append(twin)
+    judge = Judge(ruleset)
+    got = [[asdict(f) for f in judge.judge(s)] for s in hosts]
+    want = [_reference(ruleset, s) for s in hosts]
+    for snap, g, w in zip(hosts, got, want):
+        assert g == w, snap["name"]
+    # the shortcuts were taken (otherwise this proves nothing): far fewer runs than rules x hosts
+    rules_per_host = sum(1 for r in ruleset.rules if r.fleet is None)
+    assert judge.evaluations < rules_per_host * len(hosts) * 0.6
+    assert judge._interp.memo  # type: ignore[attr-defined]
+    # and the hosts really differ in what the rules read: many distinct verdict sets
+    assert len({repr(sorted((f["rule"], f["item"], f["title"]) for f in g)) for g in got}) > 40
+
+
+def test_a_rule_reading_a_counter_is_keyed_by_it_but_not_by_fields_it_does_not_read() -> None:
+    ruleset = load_rules()
+    crash = next(r for r in ruleset.rules if r.id == "systemd.unit-crash-looping")
+    fields = dict(dict(crash.shapes)["systemd"][1])["units"][1][1]
+    read = {name for name, _ in fields}
+    assert {"restarts", "sub_state", "name"} <= read and "main_pid" not in read and "main_started_s" not in read
+    assert crash.volatile
+    origin = next(r for r in ruleset.rules if r.id == "provenance.binary-unknown-origin")
+    assert not origin.volatile  # mtime (volatile) is not read
+    judge = Judge(ruleset)
+    base = recorded("fleet-b1")
+    for i in range(20):  # differ only in pids and start times: one evaluation of the crash-loop rule
+        s = copy.deepcopy(base)
+        s["name"] = f"h{i}"
+        for u in s["facts"]["systemd"]["units"]:
+            u["main_pid"], u["main_started_s"] = 1000 + i, float(i)
+        judge.judge(s)
+    once = judge.evaluations
+    s = copy.deepcopy(base)
+    s["name"] = "h-restarted"
+    s["facts"]["systemd"]["units"][0]["restarts"] = 99
+    found = {(f.rule, f.item) for f in judge.judge(s)}
+    assert judge.evaluations > once  # a counter the rule reads changed: judged again, not served from cache
+    assert ("systemd.unit-crash-looping", s["facts"]["systemd"]["units"][0]["name"]) in found
+
+
+def test_row_fields_follow_only_what_a_filter_reads_of_the_row() -> None:
+    import jmespath
+
+    def cond(expr: str) -> Any:
+        return jmespath.compile(f"x[?{expr}]").parsed["children"][2]
+
+    assert row_fields(cond("restarts >= `3` || sub_state == 'auto-restart'")) == {"restarts", "sub_state"}
+    assert row_fields(cond("stats.wd_expired > `0`")) == {"stats"}
+    assert row_fields(cond("glob_any(source_host, `[\"a*\"]`)")) == {"source_host"}
+    assert row_fields(cond("@ == 'ecs.service'")) is None  # the whole row
+    assert row_fields(cond("length(@) > `1`")) is None
