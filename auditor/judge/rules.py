@@ -96,7 +96,6 @@ class Rule:
     fleet: FleetSpec | None = None  # a fleet rule: evaluated over all snapshots of a scan, not per host
     root_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # root → the only keys read (host.az…)
     shapes: tuple[tuple[str, Any], ...] = ()  # (area, shape): the part of each area read (judge/shapes.py)
-    volatile: bool = True  # reads a volatile fact (a counter, a time): judged on every host, never cached
 
 
 @dataclass
@@ -363,13 +362,13 @@ def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
     areas = set(reads.areas)
     if reads.whole_facts or "*" in reads.roots:
         areas |= set(fact_tree().children["facts"].children)
-    shapes, volatile = area_shapes(reads.paths, reads.bases, areas, reads.whole_facts or "*" in reads.roots)
+    shapes = area_shapes(reads.paths, reads.bases, areas, reads.whole_facts or "*" in reads.roots)
     return Rule(
         id=rid, pack=pack.name, severity=severity, name=_str(node, "name", where, title_src.strip()), title=title,
         description=_str(node, "description", where).strip(), remediation=_str(node, "remediation", where).strip(),
         tags=tuple(tags), when=when, select=select, item_expr=item_expr, item_key=item_key,
         evidence=tuple(evidence), areas=frozenset(areas), reads=_area_keys(reads, areas),
-        shapes=shapes, volatile=volatile,
+        shapes=shapes,
         roots=frozenset(reads.roots - {"facts", "item"}),
         params=dict(pack.params), source=where, line=node.line, leads_to=leads_to, leads_to_lines=leads_to_lines,
         link=link, fleet=fleet, root_keys=_root_keys(reads),

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from ..collect.schema import FactSpec, fact_tree, holds_volatile
+from ..collect.schema import FactSpec, fact_tree
 
 Shape = tuple[Any, ...] | None
 _NO_FIELDS: Shape = ("obj", ())
@@ -40,58 +40,48 @@ class _Node:
         return ("obj", tuple((k, self.fields[k].freeze()) for k in sorted(self.fields)))
 
 
-def _add(root: _Node, spec: FactSpec, segments: list[str], base: bool) -> bool:
-    """Mark the path `segments` (below `spec`) as read: whole at its end, or rows only for a base. Returns
-    whether what is read includes a volatile fact (facts.yaml `volatile`)."""
+def _add(root: _Node, spec: FactSpec, segments: list[str], base: bool) -> None:
+    """Mark the path `segments` (below `spec`) as read: whole at its end, or rows only for a base."""
     node = root
-    volatile = False
     for seg in segments:
         name, rows = (seg[:-2], True) if seg.endswith("[]") else (seg, False)
         child = spec.children.get(name) if spec.type == "object" else None
         if child is None:  # a map's free keys, or anything the schema does not spell out: read it all
             node.whole = True
-            return volatile or holds_volatile(spec)
+            return
         node = node.fields.setdefault(name, _Node())
         spec = child
-        volatile = volatile or spec.volatile
         if rows:
             if spec.type != "list" or not spec.children:
                 node.whole = True
-                return volatile or holds_volatile(spec)
+                return
             if node.rows is None:
                 node.rows = _Node()
             node, spec = node.rows, FactSpec(spec.path, "object", children=spec.children)
     if base and spec.type == "list" and spec.children:
         if node.rows is None:
             node.rows = _Node()
-        return volatile
+        return
     node.whole = True
-    return volatile or holds_volatile(spec)
 
 
-def area_shapes(paths: set[str], bases: set[str], areas: set[str],
-                whole: bool) -> tuple[tuple[tuple[str, Shape], ...], bool]:
-    """((area, shape) for every area read, whether any volatile fact is read), from the fact paths read
-    (`paths`) and the projection bases."""
-    facts = fact_tree().children["facts"]
+def area_shapes(paths: set[str], bases: set[str], areas: set[str], whole: bool) -> tuple[tuple[str, Shape], ...]:
+    """(area, shape) for every area read, from the fact paths read (`paths`) and the projection bases."""
     if whole:
-        return tuple((a, None) for a in sorted(areas)), any(
-            holds_volatile(facts.children[a]) for a in areas if a in facts.children)
+        return tuple((a, None) for a in sorted(areas))
+    facts = fact_tree().children["facts"]
     root = _Node()
-    volatile = False
     for path, base in [(p, False) for p in paths] + [(p, True) for p in bases]:
         head, _, rest = path.partition(".")
         if head == "facts" and rest:
-            volatile = _add(root, facts, rest.split("."), base) or volatile
+            _add(root, facts, rest.split("."), base)
     out = []
     for area in sorted(set(root.fields) | areas):
         node = root.fields.get(area) or _Node()
         if not node.whole and node.rows is None and not node.fields:  # named only as `facts.AREA`: all of it
             node.whole = True
-            spec = facts.children.get(area)
-            volatile = volatile or spec is None or holds_volatile(spec)
         out.append((area, node.freeze()))
-    return tuple(out), volatile
+    return tuple(out)
 
 
 def _whole(value: Any) -> Any:
