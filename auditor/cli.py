@@ -8,12 +8,13 @@ never as exit 1, so a CI gate can tell a crash from a failed audit.
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import sys
 import traceback
-from typing import Protocol
+from typing import Protocol, cast
 
 from . import __version__, exitcodes, interrupt, textsafe
-from .commands import ami, baseline, collect, diff, history, report, rules, scan, ssm
 from .context import Env
 from .errors import AuditorError, InputError
 
@@ -24,8 +25,15 @@ class CommandModule(Protocol):
     def register(self, sub: argparse._SubParsersAction) -> None: ...
 
 
-# Imported explicitly (a missing module is an ImportError at start-up, never a silently absent command).
-COMMANDS: tuple[CommandModule, ...] = (collect, scan, baseline, diff, report, rules, ssm, history, ami)
+# Each auditor/commands/NAME.py registers the one command NAME. A run imports only its command's module (the
+# others load libraries it does not need: `rules list` need not import the SSM, EC2 and history code);
+# `--help`, no command or an unknown one import them all. A missing module is still a ModuleNotFoundError at
+# start-up (below), never a silently absent command; tests/test_startup.py checks each module adds its NAME.
+COMMANDS: tuple[str, ...] = ("collect", "scan", "baseline", "diff", "report", "rules", "ssm", "history", "ami")
+for _name in COMMANDS:  # finding a module's file (~0.1 ms) does not run it
+    if importlib.util.find_spec(f"{__package__}.commands.{_name}") is None:
+        raise ModuleNotFoundError(f"No module named '{__package__}.commands.{_name}'",
+                                  name=f"{__package__}.commands.{_name}")
 
 _MAX_INTERNAL_MESSAGE = 300
 
@@ -35,14 +43,26 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_word(argv: list[str]) -> str | None:
+    """The command named in `argv` (its first word after the global options), if it is one of COMMANDS."""
+    for arg in argv:
+        if arg == "--debug":
+            continue
+        return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given `argv` naming a command, with only that command registered (same parse, less import)."""
+    word = _command_word(argv) if argv is not None else None
     parser = _Parser(prog="ami-auditor", description="Audit Linux cloud hosts and AMIs for drift.")
     parser.add_argument("--version", action="version", version=f"ami-auditor {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="on an internal error (exit 4), print the traceback (give before COMMAND)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for module in COMMANDS:
+    for name in (word,) if word else COMMANDS:
+        module = cast(CommandModule, importlib.import_module(f"{__package__}.commands.{name}"))
         module.register(sub)
     return parser
 
@@ -81,7 +101,7 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
         for i, arg in enumerate(argv, 1):  # only reachable through main(argv): a shell cannot pass NUL
             if "\0" in arg:
                 raise InputError(f"argument {i} contains a NUL character")
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
         with interrupt.handlers():  # SIGINT/SIGTERM unwind through every `finally` (ami:// deletes its volume)
             return int(args.func(args, env))
     except InputError as exc:
