@@ -26,14 +26,17 @@ def _module_history_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     own, never the user's data directory nor another module's scans as their previous ones."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-module")))
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-module-cache")))
         yield
 
 
 @pytest.fixture(autouse=True)
 def _own_history_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test gets its own default history store (scan records every run): no test sees another's
-    scans as its previous one, and none writes into the user's data directory."""
+    """Each test gets its own default history store (scan records every run) and cache directory (`rules list`
+    caches its listing): no test sees another's scans as its previous one or another's cache entries, and none
+    writes into the user's data or cache directory."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 
 
 def _suite_of(nodeid: str) -> str | None:

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..context import Env
-from ..models import Finding
 from .rule_options import add_rule_options, rule_options
 
 if TYPE_CHECKING:
     from ..judge.rules import RuleSet
+    from ..models import Finding
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,17 +40,26 @@ def _rows(ruleset: RuleSet) -> list[dict]:
 
 
 def run_list(args: argparse.Namespace, env: Env) -> int:
-    from ..judge.stage import load_ruleset  # the judge loads when a rules command runs, not for `--help`
+    from ..judge.listcache import Listing, listing_key, read_listing, write_listing
 
-    ruleset = load_ruleset(rule_options(args))
-    rows = _rows(ruleset)
+    opts = rule_options(args)
+    key = listing_key(opts)
+    listing = read_listing(key) if key else None
+    if listing is None:  # validate (a malformed pack is never cached: exit 2 naming file and line, every run)
+        from ..judge.stage import load_ruleset  # YAML, JMESPath and jinja2 load only here
+
+        ruleset = load_ruleset(opts)
+        listing = Listing(_rows(ruleset), len(ruleset.packs))
+        if key and key == listing_key(opts):
+            write_listing(key, listing)  # unless a file changed while it was validated
+    rows = listing.rows
     if args.json:
         env.out(json.dumps(rows, indent=2))
         return 0
     width = max((len(r["id"]) for r in rows), default=10)
     for r in rows:
         env.out(f"{r['id']:<{width}}  {r['severity']:<8}  {r['title']}")
-    env.out(f"{len(rows)} rules in {len(ruleset.packs)} packs")
+    env.out(f"{len(rows)} rules in {listing.packs} packs")
     return 0
 
 
