@@ -216,3 +216,15 @@ def test_old_entries_are_pruned(pack_dir: Path) -> None:
         (pack_dir / "mine.yaml").write_text(PACK.replace("limit: 3", f"limit: {i}"))
         assert run("rules", "list", "--rules", str(pack_dir))[0] == 0
     assert len(entries()) == listcache.KEEP
+
+
+def test_another_python_or_library_install_is_another_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = listcache.listing_key(RuleOptions())
+    assert key is not None and listcache.listing_key(RuleOptions()) == key
+    monkeypatch.setattr(listcache.sys, "version", "3.99.0 (other build)")
+    assert listcache.listing_key(RuleOptions()) != key
+    monkeypatch.undo()
+    real = listcache._libraries()
+    assert [name for name, *_ in real] == ["yaml", "jmespath", "jinja2"] and all(origin for _, origin, *_ in real)
+    monkeypatch.setattr(listcache, "_libraries", lambda: [[*real[0][:3], real[0][3] + 1], *real[1:]])  # upgraded
+    assert listcache.listing_key(RuleOptions()) != key

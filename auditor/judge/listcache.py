@@ -1,9 +1,10 @@
 """A cache of validated `rules list` listings, so a repeat run prints without loading YAML, JMESPath or jinja2.
 
 Keyed by the sha256 of everything the listing depends on: each pack file's path and bytes (built-in and
---rules), the --set texts, the --rules-config file's path and bytes, the tool version, and the bytes of the
-fact schema and of the code that validates packs. Only a pack set that validated is ever written, so a
-malformed pack never has an entry: it is validated (and refused, exit 2 naming file and line) on every run.
+--rules), the --set texts, the --rules-config file's path and bytes, the tool and Python versions, the
+installed YAML, JMESPath and jinja2 (file, size, mtime), and the bytes of the fact schema and of the code that
+validates packs. Only a pack set that validated is ever written, so a malformed pack never has an entry: it
+is validated (and refused, exit 2 naming file and line) on every run.
 
 Entries live in `$XDG_CACHE_HOME/ami-auditor/` (else `~/.cache/ami-auditor/`), one JSON file per key, written
 atomically (a temporary file, then rename). A cache file is untrusted input: it is read with O_NOFOLLOW, only if
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +45,7 @@ _PKG = Path(__file__).resolve().parent.parent
 # even when the version number did not change.
 CODE = ("__init__.py", "models.py", "yamlload.py", "inputfile.py", "collect/schema.py", "collect/facts.yaml",
         "commands/rules.py", *(f"judge/{p.name}" for p in sorted((_PKG / "judge").glob("*.py"))))
+LIBRARIES = ("yaml", "jmespath", "jinja2")
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,21 @@ def _digest(path: Path | str, limit: int) -> str | None:
         os.close(fd)
 
 
+def _libraries() -> list[Any]:
+    """Which YAML, JMESPath and jinja2 validated: each one's file, size and mtime (an upgrade rewrites them),
+    found without importing them."""
+    out: list[Any] = []
+    for name in LIBRARIES:
+        try:
+            spec = importlib.util.find_spec(name)
+            origin = spec.origin if spec is not None else None
+            st = os.stat(origin) if origin else None
+        except (ImportError, ValueError, OSError):
+            origin, st = None, None
+        out.append([name, origin, st.st_size if st else None, st.st_mtime_ns if st else None])
+    return out
+
+
 def listing_key(opts: RuleOptions) -> str | None:
     """The cache key of a `rules list` run, or None when it cannot be cached (a file missing or unreadable:
     full validation then reports it, with its usual message)."""
@@ -94,7 +113,7 @@ def listing_key(opts: RuleOptions) -> str | None:
     except InputError:
         return None
     config = opts.config
-    parts: list[Any] = [ENTRY_SCHEMA, __version__, list(opts.settings), opts.builtin]
+    parts: list[Any] = [ENTRY_SCHEMA, __version__, sys.version, list(opts.settings), opts.builtin, _libraries()]
     for name in CODE:
         parts.append([name, _digest(_PKG / name, MAX_ENTRY_BYTES)])
     for f in files:
