@@ -62,6 +62,7 @@ class HostResult:
     error: str | None = None
     snapshot: dict[str, Any] | None = None
     duration_s: float = 0.0
+    summary: dict[str, Any] | None = None  # headline facts, when only a stub of the snapshot is kept (analyze)
 
     @property
     def name(self) -> str:

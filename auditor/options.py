@@ -118,3 +118,15 @@ class ScanOptions:
     compare: CompareOptions = field(default_factory=CompareOptions)
     render: RenderOptions = field(default_factory=RenderOptions)
     notify: NotifyOptions = field(default_factory=NotifyOptions)
+
+
+@dataclass(frozen=True)
+class AnalyzeOptions:
+    """Everything `ami-auditor analyze` was asked to do: saved snapshots judged, compared and reported."""
+
+    dirs: tuple[str, ...] = ()
+    jobs: int = 0  # worker processes; 0: one per CPU
+    fail_on: str = "high"
+    judge: JudgeOptions = field(default_factory=JudgeOptions)
+    compare: CompareOptions = field(default_factory=CompareOptions)
+    render: RenderOptions = field(default_factory=RenderOptions)

@@ -32,11 +32,11 @@ def _host(result: HostResult) -> dict[str, Any]:
         "not_applicable": sorted(snap.get("not_applicable") or ()),
         "complete": result.complete,
         "failed_areas": list((snap.get("probe") or {}).get("failed_areas") or []),
-        "facts_summary": _facts_summary(snap) if snap else None,
+        "facts_summary": result.summary or (facts_summary(snap) if snap else None),
     }
 
 
-def _facts_summary(snap: dict[str, Any]) -> dict[str, Any]:
+def facts_summary(snap: dict[str, Any]) -> dict[str, Any]:
     """A few headline facts per host for renderers (they never see snapshots)."""
     facts = snap.get("facts") or {}
     host = snap.get("host") or {}

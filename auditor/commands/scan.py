@@ -10,30 +10,22 @@ import argparse
 
 from ..context import Env
 from ..history.db import DEFAULT_SHOWN
-from ..models import SEVERITIES
-from ..options import (
-    DEFAULT_MIN_SCORE,
-    DEFAULT_TOP,
-    CompareOptions,
-    HistoryOptions,
-    JudgeOptions,
-    NotifyOptions,
-    RenderOptions,
-    ScanOptions,
+from ..options import HistoryOptions, NotifyOptions, ScanOptions
+from .analysis_options import (
+    add_compare_options,
+    add_judge_options,
+    add_output_options,
+    compare_options,
+    judge_options,
+    render_options,
 )
-from ..render import RENDERERS
 from .common import add_target_options, target_options
-from .rule_options import add_rule_options, rule_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("scan", help="collect, judge with rules, compare, and report")
     add_target_options(p)
-    p.add_argument("--fail-on", choices=SEVERITIES, default="high",
-                   help="exit 1 when a finding or drift at or above this severity is found (default high)")
-    add_rule_options(p)
-    p.add_argument("--waivers", action="append", default=[], metavar="FILE",
-                   help="waivers YAML (rule, hosts/labels, item, reason, expires); repeatable")
+    add_judge_options(p)
     h = p.add_argument_group("history")
     h.add_argument("--store", default=None, metavar="PATH",
                    help="history store (SQLite) to record this scan in and derive trend facts from "
@@ -41,20 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     h.add_argument("--no-store", action="store_true", help="do not record this scan (no trend facts)")
     h.add_argument("--notify", action="append", default=[], metavar="sns:ARN|webhook:URL",
                    help="alert on findings first seen in this scan (needs the store); repeatable")
-    g = p.add_argument_group("compare")
-    g.add_argument("--baseline", metavar="FILE", help="golden baseline YAML (from `ami-auditor baseline capture`)")
-    g.add_argument("--group-by", metavar="LABEL_OR_FACT",
-                   help="compare groups: az, az_id, ami_id, instance_type, any label, or a fact path")
-    g.add_argument("--symptom", metavar="RULE_ID|KEY=VALUE",
-                   help="rank the facts that separate hosts with this symptom (a rule firing, or a label)")
-    g.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
-                   help=f"symptom facts to list (default {DEFAULT_TOP})")
-    g.add_argument("--min-split-score", type=float, default=DEFAULT_MIN_SCORE, metavar="S",
-                   help=f"least association score for a split (default {DEFAULT_MIN_SCORE})")
-    p.add_argument("--format", default="json", metavar="FMT[,FMT…]",
-                   help=f"report formats: {', '.join(RENDERERS)} (default json)")
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="write report.<ext> per format here (default: no files, summary only)")
+    add_compare_options(p)
+    add_output_options(p)
     p.set_defaults(func=run)
 
 
@@ -63,12 +43,11 @@ def scan_options(args: argparse.Namespace) -> ScanOptions:
     return ScanOptions(
         targets=target_options(args),
         fail_on=args.fail_on,
-        judge=JudgeOptions(rules=rule_options(args), waivers=tuple(args.waivers)),
+        judge=judge_options(args),
         history=HistoryOptions(store=args.store, no_store=args.no_store),
         notify=NotifyOptions(targets=tuple(args.notify)),
-        compare=CompareOptions(baseline=args.baseline, group_by=args.group_by, symptom=args.symptom,
-                               top=args.top, min_score=args.min_split_score),
-        render=RenderOptions(formats=args.format, out=args.out),
+        compare=compare_options(args),
+        render=render_options(args),
     )
 
 

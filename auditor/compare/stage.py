@@ -17,7 +17,7 @@ from ..options import DEFAULT_TOP, CompareOptions
 from .baseline import Baseline, load_baseline
 from .drift import fleet_drift
 from .groups import MIN_SCORE, compare_groups
-from .index import index_snapshots
+from .index import FleetIndex, index_snapshots
 from .normalize import leaf_spec
 from .symptom import Symptom, symptom_section
 
@@ -95,7 +95,11 @@ def prepare(opts: CompareOptions, known_rules: frozenset[str] | None = None) -> 
 def apply(plan: ComparePlan, report: Report, snapshots: list[dict]) -> None:
     if not plan.active:
         return
-    index = index_snapshots(snapshots, plan.keys())
+    apply_index(plan, report, index_snapshots(snapshots, plan.keys()))
+
+
+def apply_index(plan: ComparePlan, report: Report, index: FleetIndex) -> None:
+    """Drift, comparison and symptom ranking over a fleet index (built from snapshots, or merged from shares)."""
     if plan.baseline is not None:
         report.baseline = plan.baseline.summary()
         report.drift.extend(fleet_drift(plan.baseline, index))

@@ -110,3 +110,29 @@ def projector(shape: Shape) -> Callable[[Any], Any]:
 def project(value: Any, shape: Shape) -> Any:
     """`value` cut to `shape` (see projector)."""
     return projector(shape)(value)
+
+
+def merge_shapes(a: Shape, b: Shape) -> Shape:
+    """A shape that reads what `a` and `b` read."""
+    if a is None or b is None or a[0] != b[0]:
+        return None
+    if a[0] == "rows":
+        return ("rows", merge_shapes(a[1], b[1]))
+    fields = dict(a[1])
+    for name, shape in b[1]:
+        fields[name] = merge_shapes(fields[name], shape) if name in fields else shape
+    return ("obj", tuple(sorted(fields.items())))
+
+
+def prune(value: Any, shape: Shape) -> Any:
+    """`value` with only what `shape` reads, keeping its form (objects stay objects): a smaller snapshot
+    that rules with this shape judge exactly as the whole one."""
+    if shape is None:
+        return value
+    kind, sub = shape
+    if kind == "rows":
+        return [prune(row, sub) for row in value] if type(value) is list else value
+    if type(value) is not dict:
+        return value
+    kept = {name: prune(value[name], s) for name, s in sub if name in value}
+    return kept if kept or not value else value  # never empty a non-empty object: truthiness is read too

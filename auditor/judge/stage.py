@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from ..chaingraph import positions
-from ..models import Report
+from ..models import Finding, Report
 from ..options import JudgeOptions, RuleOptions
 from .chains import host_chains
 from .engine import Judge
@@ -44,6 +44,11 @@ def apply(plan: JudgePlan, report: Report, snapshots: list[dict]) -> None:
     """Append findings (waivers applied), list the rules that ran, and note expired waivers."""
     findings = Judge(plan.ruleset).judge_all(snapshots)
     labels = {str(s.get("name")): dict(s.get("labels") or {}) for s in snapshots}
+    finish(plan, report, findings, labels)
+
+
+def finish(plan: JudgePlan, report: Report, findings: list[Finding], labels: dict[str, dict[str, str]]) -> None:
+    """Waivers over `findings` (every host's and the fleet rules'), then the rules and chains sections."""
     for host in report.hosts:
         labels.setdefault(host.name, dict(host.spec.labels))
     findings, notes = apply_waivers(findings, plan.waivers, labels, plan.today)

@@ -252,8 +252,9 @@ def test_every_command_is_registered_explicitly() -> None:
     """A typed registry: an import error can no longer make a command silently disappear."""
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices) == {"collect", "scan", "baseline", "diff", "report", "rules", "ssm", "history", "ami"}
-    assert len(COMMANDS) == 9
+    assert set(sub.choices) == {"collect", "scan", "analyze", "baseline", "diff", "report", "rules", "ssm", "history",
+                                "ami"}
+    assert len(COMMANDS) == 10
 
 
 def _boom(doc: dict) -> str:

@@ -1,0 +1,51 @@
+"""Command-line options shared by `scan` and `analyze`: judging, comparing and writing the report."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..models import SEVERITIES
+from ..options import DEFAULT_MIN_SCORE, DEFAULT_TOP, CompareOptions, JudgeOptions, RenderOptions
+from ..render import RENDERERS
+from .rule_options import add_rule_options, rule_options
+
+
+def add_judge_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fail-on", choices=SEVERITIES, default="high",
+                   help="exit 1 when a finding or drift at or above this severity is found (default high)")
+    add_rule_options(p)
+    p.add_argument("--waivers", action="append", default=[], metavar="FILE",
+                   help="waivers YAML (rule, hosts/labels, item, reason, expires); repeatable")
+
+
+def add_compare_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("compare")
+    g.add_argument("--baseline", metavar="FILE", help="golden baseline YAML (from `ami-auditor baseline capture`)")
+    g.add_argument("--group-by", metavar="LABEL_OR_FACT",
+                   help="compare groups: az, az_id, ami_id, instance_type, any label, or a fact path")
+    g.add_argument("--symptom", metavar="RULE_ID|KEY=VALUE",
+                   help="rank the facts that separate hosts with this symptom (a rule firing, or a label)")
+    g.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
+                   help=f"symptom facts to list (default {DEFAULT_TOP})")
+    g.add_argument("--min-split-score", type=float, default=DEFAULT_MIN_SCORE, metavar="S",
+                   help=f"least association score for a split (default {DEFAULT_MIN_SCORE})")
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", default="json", metavar="FMT[,FMT…]",
+                   help=f"report formats: {', '.join(RENDERERS)} (default json)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="write report.<ext> per format here (default: no files, summary only)")
+
+
+def judge_options(args: argparse.Namespace) -> JudgeOptions:
+    return JudgeOptions(rules=rule_options(args), waivers=tuple(args.waivers))
+
+
+def compare_options(args: argparse.Namespace) -> CompareOptions:
+    return CompareOptions(baseline=args.baseline, group_by=args.group_by, symptom=args.symptom,
+                          top=args.top, min_score=args.min_split_score)
+
+
+def render_options(args: argparse.Namespace) -> RenderOptions:
+    return RenderOptions(formats=args.format, out=args.out)

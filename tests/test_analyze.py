@@ -1,0 +1,172 @@
+"""`ami-auditor analyze DIR`: saved snapshots judged, compared and reported, streamed over worker processes.
+
+The merged result must be exactly what the scan pipeline's stages give on the same snapshots in memory
+(findings, fleet findings, waivers, chains, drift, AZ comparison, symptom ranking), whatever the number of
+workers and batches; a file that is not a valid snapshot is that host's error (exit 3), never the end of
+the run; bad input exits 2 before any snapshot is read, with nothing written."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor import analysis
+from auditor.compare import stage as compare_stage
+from auditor.context import Env
+from auditor.judge import stage as judge_stage
+from auditor.models import HostResult, HostSpec, Report
+from auditor.options import AnalyzeOptions, CompareOptions, JudgeOptions, RenderOptions
+from auditor.pipeline import verdict
+from auditor.reportdoc import facts_summary, report_to_dict, validate_report
+
+REPO = Path(__file__).resolve().parents[1]
+FLEET = REPO / "tests" / "data" / "compare" / "fleet"
+WAIVERS = """\
+waivers:
+  - {rule: provenance.binary-unknown-origin, labels: {az: us-east-1a}, item: ecs-init,
+     reason: vendor binary, expires: 2999-01-01}
+"""
+
+
+def _fleet(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    """n snapshots from the real fleet captures: a few configurations, per-host volatile noise, shared keys."""
+    rng = random.Random(seed)
+    bases = [json.loads((FLEET / f"{name}.json").read_text()) for name in ("a1", "a2", "b1", "b3", "golden")]
+    out = []
+    for i in range(n):
+        s = copy.deepcopy(rng.choice(bases))
+        s["name"] = f"h{i:04d}"
+        s["host"]["hostname"] = f"ip-10-0-0-{i % 7}"  # shared by several hosts: a fleet rule's finding
+        for u in s["facts"]["systemd"]["units"]:
+            u["main_pid"] = rng.randrange(1, 1 << 22)
+            u["restarts"] = rng.choice([0, 0, 0, 1, 4])
+        for b in s["facts"]["binaries"]:
+            b["mtime"] = rng.randrange(1 << 31)
+        s["facts"]["cgroups"]["memory"]["dying"] = rng.randrange(5000)
+        if i % 9 == 0:
+            s["facts"]["kernel"]["sysctls"]["vm.swappiness"] = "10"  # a second configuration per base
+        out.append(s)
+    return out
+
+
+def _write(snaps: list[dict[str, Any]], d: Path) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    for s in snaps:
+        (d / f"{s['name']}.json").write_text(json.dumps(s))
+    return d
+
+
+def _options(dirs: list[Path], tmp: Path, jobs: int, **compare: Any) -> AnalyzeOptions:
+    waivers = tmp / "waivers.yaml"
+    waivers.write_text(WAIVERS)
+    return AnalyzeOptions(dirs=tuple(map(str, dirs)), jobs=jobs, judge=JudgeOptions(waivers=(str(waivers),)),
+                          compare=CompareOptions(**compare), render=RenderOptions(formats="json", out=str(tmp / "out")))
+
+
+def _analyzed(opts: AnalyzeOptions) -> dict[str, Any]:
+    """Run the analysis in this process (workers fork from it) and read the JSON report it wrote."""
+    code = analysis.analyze(opts, Env(io.StringIO(), io.StringIO()))
+    assert opts.render.out is not None
+    doc = json.loads((Path(opts.render.out) / "report.json").read_text())
+    validate_report(doc)
+    assert code in (0, 1)
+    return doc
+
+
+def _in_memory(snaps: list[dict[str, Any]], opts: AnalyzeOptions) -> dict[str, Any]:
+    """The scan pipeline's own stages over the same snapshots held in memory."""
+    plan = analysis.prepare(opts)
+    hosts = [HostResult(HostSpec(s["name"], s["target"], dict(s["labels"])), "ok", None, s, 0.0) for s in snaps]
+    report = Report(hosts=hosts, generated_at="x", fail_on="high")
+    judge_stage.apply(plan.judge, report, snaps)
+    compare_stage.apply(plan.compare, report, snaps)
+    report.exit_code = verdict(report)
+    return json.loads(json.dumps(report_to_dict(report)))
+
+
+SECTIONS = ("findings", "drift", "comparison", "symptom", "chains", "rules", "summary")
+
+
+@pytest.mark.parametrize("jobs, batch", [(1, 500), (2, 37)])
+def test_analyze_gives_what_the_scan_stages_give_on_the_same_snapshots(tmp_path: Path, jobs: int,
+                                                                        batch: int, monkeypatch) -> None:
+    monkeypatch.setattr(analysis, "BATCH", batch)
+    snaps = _fleet(180)
+    d = _write(snaps, tmp_path / "snaps")
+    baseline = tmp_path / "golden.yaml"
+    done = subprocess.run([sys.executable, "-m", "auditor.cli", "baseline", "capture", "--snapshot",
+                           str(FLEET / "golden.json"), "-o", str(baseline)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    opts = _options([d], tmp_path, jobs, baseline=str(baseline), group_by="az", symptom="systemd.unit-crash-looping")
+    got = _analyzed(opts)
+    want = _in_memory(snaps, opts)
+    for section in SECTIONS:
+        if section == "summary":
+            got[section].pop("duration_s", None), want[section].pop("duration_s", None)
+        assert got[section] == want[section], section
+    assert [h["name"] for h in got["hosts"]] == [s["name"] for s in snaps]  # file order
+    assert [h["facts_summary"] for h in got["hosts"]] == [facts_summary(s) for s in snaps]
+    # the run found what the fleet holds: crash loops, a fleet rule over shared hostnames, a waiver, drift, splits
+    rules = {f["rule"] for f in got["findings"]}
+    assert {"systemd.unit-crash-looping", "fleet.duplicate-hostname"} <= rules
+    assert any(f["waived"] for f in got["findings"]) and got["drift"] and got["comparison"]["splits"]
+
+
+def test_a_file_that_is_not_a_snapshot_is_that_hosts_error_and_the_rest_is_judged(tmp_path: Path) -> None:
+    d = _write(_fleet(6), tmp_path / "snaps")
+    (d / "cut.json").write_text('{"schema": "ami-auditor/snapshot/1",\n "name": "cut", "facts": {')
+    (d / "other.json").write_text('{"hello": 1}')
+    (d / "nan.json").write_text('{"schema": "ami-auditor/snapshot/1", "x": NaN}')
+    os.mkfifo(d / "fifo.json")  # would block a reader that does not check the file type
+    (d / "zero.json").symlink_to("/dev/zero")
+    second = copy.deepcopy(json.loads((d / "h0001.json").read_text()))
+    (d / "zz-dup.json").write_text(json.dumps(second))  # names host h0001 again
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--format", "json,html",
+                           "--out", str(out), "--jobs", "2", "--fail-on", "critical"], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 3, done.stdout + done.stderr  # incomplete (findings below --fail-on)
+    doc = json.loads((out / "report.json").read_text())
+    status = {h["name"]: (h["status"], h["error"]) for h in doc["hosts"]}
+    assert status["cut"][0] == "error" and "cut.json:2:" in status["cut"][1]
+    assert status["other"][0] == "error" and "not a snapshot" in status["other"][1]
+    assert status["nan"][0] == "error" and "NaN" in status["nan"][1]
+    assert status["fifo"][0] == "error" and status["zero"][0] == "error"
+    assert [h for h in doc["hosts"] if h["name"] == "h0001"][1]["error"].startswith("duplicate host name")
+    assert sum(1 for h in doc["hosts"] if h["status"] == "ok") == 6
+    assert {f["host"] for f in doc["findings"]} <= {f"h{i:04d}" for i in range(6)}
+    assert (out / "report.html").is_file()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--jobs", "999"], "--jobs"),
+    (["--rules", "/nonexistent-rules"], "nonexistent-rules"),
+    (["--baseline", "/nonexistent.yaml"], "nonexistent.yaml"),
+    (["--group-by", "facts.nope"], "--group-by"),
+])
+def test_bad_input_exits_2_before_reading_any_snapshot_and_writes_nothing(tmp_path: Path, argv: list[str],
+                                                                          message: str) -> None:
+    d = _write(_fleet(2), tmp_path / "snaps")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--out", str(out), *argv],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_directory_with_no_snapshots_or_none_at_all_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    for target in (tmp_path / "empty", tmp_path / "missing"):
+        done = subprocess.run([sys.executable, "-m", "auditor.cli", "analyze", str(target)], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and str(target) in done.stderr, done.stderr
