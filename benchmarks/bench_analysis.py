@@ -1,16 +1,16 @@
-"""Analysis at fleet scale: built-in rules + baseline drift + AZ comparison + JSON and HTML reports over
-N synthetic hosts (default 100,000) streamed from a snapshot directory, one file per host.
+"""Analysis at fleet scale: `ami-auditor analyze` (built-in rules + fleet rules + baseline drift + AZ
+comparison + symptom ranking + JSON and HTML reports) over N synthetic hosts (default 100,000) streamed
+from a snapshot directory, one file per host, timed as a whole process.
 
-    python3 -m benchmarks.bench_analysis [--hosts 100000] [--configs 200] [--dir DIR] [--keep]
+    python3 -m benchmarks.bench_analysis [--hosts 100000] [--configs 200] [--jobs 1,2] [--dir DIR] [--keep]
 
 Hosts come from the real fleet snapshots in tests/data/compare/fleet perturbed into `--configs` distinct
 configurations (benchmarks/bench_compare.py), each host with its own volatile noise (hostname, boot id,
-uptime, restart counters, PIDs, dying memcgs, binary mtimes). The snapshot files are written first
-(two processes, not timed), then one process streams them: read + parse each file, judge it (the judge
-caches by the content each rule reads), add it to the fleet index (deduplicated by normalized
-content), keep only a host stub for the report; then drift, comparison, report document, schema
-validation, JSON and HTML. Prints the CPU time of each stage (the machine is shared: CPU, not wall, is
-what a stage costs), the total wall time and peak RSS; asserts nothing.
+uptime, restart counters of every unit, PIDs, dying memcgs, binary mtimes). The snapshot files are written
+first (two processes, not timed); then, per --jobs value, one `ami-auditor analyze DIR --baseline …
+--group-by az --symptom systemd.unit-crash-looping --format json,html --out …` process runs. Prints its
+wall time, CPU (the process and its workers), peak memory (the sum of the resident sizes of the process
+and its workers, sampled every 0.1 s) and the report sizes; asserts nothing.
 """
 
 from __future__ import annotations
@@ -22,27 +22,17 @@ import os
 import random
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.compare.baseline import parse_baseline  # noqa: E402
 from auditor.compare.capture import capture, render  # noqa: E402
-from auditor.compare.drift import fleet_drift  # noqa: E402
-from auditor.compare.groups import compare_groups  # noqa: E402
-from auditor.compare.index import index_snapshots  # noqa: E402
-from auditor.judge.engine import Judge  # noqa: E402
-from auditor.judge.rules import load_rules  # noqa: E402
-from auditor.models import HostResult, HostSpec, Report  # noqa: E402
-from auditor.render import RENDERERS  # noqa: E402
-from auditor.reportdoc import report_to_dict, validate_report  # noqa: E402
-from auditor.yamlload import load_yaml_text  # noqa: E402
 from benchmarks.bench_compare import configurations, hosts, load  # noqa: E402
 
 
@@ -54,7 +44,10 @@ def _write_part(args: tuple[str, int, int, int, int]) -> int:
     written = 0
     for i, snap in enumerate(hosts(stop - start, confs, rng2), start):
         hostname = f"ip-10-{i >> 16}-{i >> 8 & 255}-{i & 255}"
-        snap = dict(snap, name=f"h{i:06d}", host={**snap["host"], "hostname": hostname})
+        snap = dict(snap, name=f"h{i:06d}", host={**snap["host"], "hostname": hostname, "machine_id": f"{i:032x}"})
+        hygiene = snap["facts"]["hygiene"]  # host identities are unique per host, as on a fleet not baked wrong
+        keys = [{**k, "fingerprint": f"SHA256:{i:043d}{n}"} for n, k in enumerate(hygiene.get("ssh_host_keys") or [])]
+        snap["facts"] = {**snap["facts"], "hygiene": {**hygiene, "ssh_host_keys": keys}}
         Path(out, f"h{i:06d}.json").write_text(json.dumps(snap))
         written += 1
     return written
@@ -67,81 +60,49 @@ def generate(out: Path, n: int, configs: int) -> None:
         pool.map(_write_part, bounds)
 
 
-def _stub(snap: dict[str, Any]) -> dict[str, Any]:
-    """What the report keeps of a host (reportdoc._host): labels, errors, probe status, headline facts."""
-    facts = snap.get("facts") or {}
-    return {"labels": snap.get("labels"), "errors": snap.get("errors"), "not_applicable": snap.get("not_applicable"),
-            "probe": {k: (snap.get("probe") or {}).get(k) for k in ("complete", "failed_areas")},
-            "host": snap.get("host"),
-            "facts": {"os": {"pretty_name": (facts.get("os") or {}).get("pretty_name")},
-                      "kernel": {"release": (facts.get("kernel") or {}).get("release")},
-                      "cgroups": {"memory": ((facts.get("cgroups") or {}).get("memory") or {})},
-                      "systemd": {"enabled_units": (facts.get("systemd") or {}).get("enabled_units") or []}}}
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of `pid` and its children (the analyze process and its workers)."""
+    total = 0
+    pids = [pid]
+    try:
+        pids += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return 0
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
 
 
-def analyse(snap_dir: Path, out: Path) -> dict[str, Any]:
-    times: dict[str, float] = {}
-    t = time.process_time()
-    ruleset = load_rules([], builtin=True, overrides=[])
-    source, expect = capture(load("golden"))
-    baseline = parse_baseline(load_yaml_text(render(source, expect), "golden.yaml"), "golden.yaml")
-    judge = Judge(ruleset)
-    results: list[HostResult] = []
-    findings = []
-    parse_s = 0.0
-    judge_s = 0.0
-
-    def stream() -> Iterator[dict[str, Any]]:
-        nonlocal parse_s, judge_s
-        for path in sorted(snap_dir.iterdir()):
-            t0 = time.process_time()
-            snap = json.loads(path.read_bytes())
-            t1 = time.process_time()
-            findings.extend(judge.judge(snap))
-            parse_s += t1 - t0
-            judge_s += time.process_time() - t1
-            results.append(HostResult(HostSpec(snap["name"], snap["target"], dict(snap.get("labels") or {})), "ok",
-                                      None, _stub(snap), 1.0))
-            yield snap
-
-    times["load rules + baseline"] = time.process_time() - t
-    t = time.process_time()
-    index = index_snapshots(stream(), ["az"])
-    total_stream = time.process_time() - t
-    times["read + parse"] = parse_s
-    times["judge"] = judge_s
-    times["normalize + dedupe (index)"] = total_stream - parse_s - judge_s
-    t = time.process_time()
-    drift = fleet_drift(baseline, index)
-    times["drift"] = time.process_time() - t
-    t = time.process_time()
-    comparison = compare_groups(index, "az")
-    times["AZ comparison"] = time.process_time() - t
-    t = time.process_time()
-    report = Report(hosts=results, generated_at="2026-11-30T00:00:00Z", fail_on="high", findings=findings,
-                    drift=drift, comparison=comparison, baseline=baseline.summary(),
-                    rules=[{"id": r.id, "severity": r.severity, "title": r.name} for r in ruleset.rules])
-    doc = report_to_dict(report)
-    times["report document"] = time.process_time() - t
-    t = time.process_time()
-    validate_report(doc)
-    times["schema validation"] = time.process_time() - t
-    sizes = {}
-    for fmt in ("json", "html"):
-        t = time.process_time()
-        text = RENDERERS[fmt][0](doc)
-        (out / f"report.{RENDERERS[fmt][1]}").write_text(text)
-        times[f"render {fmt}"] = time.process_time() - t
-        sizes[fmt] = len(text)
-    return {"hosts": len(results), "configs": len(index.configs), "findings": len(findings), "drift": len(drift),
-            "judge_evaluations": judge.evaluations, "times": times, "sizes": sizes,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+def analyse(snap_dir: Path, out: Path, jobs: int, baseline: Path) -> dict[str, Any]:
+    """One whole `ami-auditor analyze` process: wall, CPU (self + workers), peak RSS of the tree."""
+    argv = [sys.executable, "-m", "auditor.cli", "analyze", str(snap_dir), "--jobs", str(jobs),
+            "--baseline", str(baseline), "--group-by", "az", "--symptom", "systemd.unit-crash-looping",
+            "--format", "json,html", "--out", str(out)]
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss(proc.pid))
+        time.sleep(0.1)
+    wall = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    sizes = {ext: (out / f"report.{ext}").stat().st_size for ext in ("json", "html")
+             if (out / f"report.{ext}").exists()}
+    return {"jobs": jobs, "exit": proc.returncode, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "peak_mb": peak / 2**20, "sizes": sizes, "stderr": err[-500:]}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hosts", type=int, default=100_000)
     ap.add_argument("--configs", type=int, default=200)
+    ap.add_argument("--jobs", default="1,2", help="comma-separated --jobs values to run (default 1,2)")
     ap.add_argument("--dir", type=Path, help="snapshot directory (made when missing or empty)")
     ap.add_argument("--keep", action="store_true", help="keep the generated snapshot directory")
     args = ap.parse_args()
@@ -153,22 +114,26 @@ def main() -> int:
         size = sum(f.stat().st_size for f in snap_dir.iterdir())
         print(f"generated {args.hosts} snapshots ({size / 2**30:.2f} GiB) in {time.perf_counter() - t:.0f} s",
               file=sys.stderr, flush=True)
-    out = Path(tempfile.mkdtemp(prefix="ami-auditor-bench-analysis-out-"))
-    load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    cpu0 = os.times()
-    t = time.perf_counter()
-    r = analyse(snap_dir, out)
-    wall = time.perf_counter() - t
-    cpu1 = os.times()
-    print(f"{r['hosts']} hosts, {r['configs']} distinct configurations, {r['findings']} findings "
-          f"({r['judge_evaluations']} rule evaluations), {r['drift']} drift items; load before {load_before}")
-    print("| stage | CPU s |\n|---|---|")
-    for stage, s in r["times"].items():
-        print(f"| {stage} | {s:.1f} |")
-    print(f"| **total (wall)** | **{wall:.1f}** |")
-    print(f"\nCPU {cpu1.user - cpu0.user + cpu1.system - cpu0.system:.1f} s; peak RSS {r['peak_rss_mb']:.0f} MB; "
-          f"JSON {r['sizes']['json'] / 2**20:.0f} MiB, HTML {r['sizes']['html'] / 2**20:.0f} MiB")
-    shutil.rmtree(out, ignore_errors=True)
+    hosts = sum(1 for _ in snap_dir.iterdir())
+    work = Path(tempfile.mkdtemp(prefix="ami-auditor-bench-analysis-out-"))
+    source, expect = capture(load("golden"))
+    baseline = work / "golden.yaml"
+    baseline.write_text(render(source, expect))
+    print(f"{hosts} hosts ({args.configs} configurations asked), load before "
+          f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}, {os.cpu_count()} CPUs")
+    print("| --jobs | exit | wall s | CPU s | peak RSS MB (all processes) | JSON MiB | HTML MiB |")
+    print("|---|---|---|---|---|---|---|")
+    for jobs in [int(j) for j in args.jobs.split(",")]:
+        out = work / f"out-{jobs}"
+        out.mkdir()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        r = analyse(snap_dir, out, jobs, baseline)
+        cpu = r["cpu"] - before.ru_utime - before.ru_stime
+        print(f"| {jobs} | {r['exit']} | {r['wall']:.1f} | {cpu:.1f} | {r['peak_mb']:.0f} | "
+              f"{r['sizes'].get('json', 0) / 2**20:.0f} | {r['sizes'].get('html', 0) / 2**20:.1f} |", flush=True)
+        if r["exit"] not in (0, 1):
+            print(r["stderr"], file=sys.stderr)
+    shutil.rmtree(work, ignore_errors=True)
     if not args.keep and not args.dir:
         shutil.rmtree(snap_dir, ignore_errors=True)
     return 0
