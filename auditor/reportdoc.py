@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -89,10 +89,14 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     }
 
 
+_FINDING_FIELDS = tuple(f.name for f in fields(Finding) if f.name != "link")
+
+
 def _finding(finding: Finding) -> dict[str, Any]:
-    """A finding as JSON; its chain `link` text is told in `chains`, not repeated here."""
-    out = asdict(finding)
-    out.pop("link", None)
+    """A finding as JSON; its chain `link` text is told in `chains`, not repeated here. Its evidence is
+    shared, not copied (a fleet's hosts share one evidence object per distinct result: judge/engine.py);
+    renderers read documents, never change them."""
+    out = {name: getattr(finding, name) for name in _FINDING_FIELDS}
     out["tags"] = list(finding.tags)
     return out
 
