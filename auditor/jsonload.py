@@ -3,6 +3,15 @@
 Refused with exit 2: files over the size cap (read bounded, never whole first), non-regular files, invalid
 UTF-8 (line), syntax errors (line), NaN/Infinity/-Infinity, integers too long to convert, lone surrogates
 (`"\\ud800"`) in keys or strings, and nesting deeper than MAX_DEPTH (JSON pointer, or line).
+
+Fast path: orjson (a C/Rust parser, ~6x the stdlib path below with its hooks and walk) parses what a
+cheap byte-level screen lets through. orjson itself refuses NaN/Infinity, out-of-range floats, invalid
+UTF-8, a BOM, lone surrogates (escaped or not) and syntax errors. The screen sends to the stdlib path what
+orjson would read differently or must not see: nesting deeper than MAX_DEPTH (orjson 3.8 has no limit and
+overflows the C stack at ~100,000 levels), integers of 19+ digits (past 64 bits orjson makes them
+floats) and, to be safe whatever orjson does, any surrogate escape. Whatever orjson refuses goes to the
+stdlib path too, which gives the same document or today's exact InputError. So both paths accept the same
+texts and give the same documents (tests/test_jsonload.py compares them on hostile and fuzzed texts).
 """
 
 from __future__ import annotations
@@ -14,11 +23,23 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .inputfile import MAX_DEPTH, MAX_INT_DIGITS, MAX_JSON_BYTES, line_at, read_text
+from .inputfile import MAX_DEPTH, MAX_INT_DIGITS, MAX_JSON_BYTES, decode_utf8, line_at, read_bounded
 
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# _structure keeps quotes, brackets (all as [ ]) and, when a quote is escaped, backslashes and the letters
+# that can follow one
+_ESCAPE_LETTERS = b"bfnrtu/"
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_THIRD = frozenset(bytes([c]) for c in b"89abcdefABCDEF")
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+_NOT_STRUCTURE_OR_ESCAPE = bytes(sorted(set(_NOT_STRUCTURE) - set(b"\\" + _ESCAPE_LETTERS)))
+_BRACKET = bytes.maketrans(b"{}", b"[]")
+_DIGIT = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))  # digits as 0, all else as space
+_LONG_RUN = b"0" * 19  # orjson reads an integer past 64 bits (19+ digits) as a float
+_BEFORE_NUMBER = frozenset(b" \t\r\n[,:-+.eE")  # what a digit outside a string can follow
+_SLOW = object()  # _fast_load's "ask the stdlib path"
 
 
 class _Refused:
@@ -92,8 +113,84 @@ def _check(doc: Any, path: str, surrogates: bool) -> None:
                 stack.extend((item, depth + 1, (*where, i)) for i, item in enumerate(value))
 
 
-def load_json_text(text: str, path: str = "<string>") -> Any:
-    """Parse and check JSON text (see module doc)."""
+def _escapes(data: bytes) -> tuple[bool, bool]:
+    """Whether the text escapes a quote, and whether it has a surrogate escape (`\\ud800`), stepping from
+    escape to escape (a backslash and the character it escapes); past 256 escapes, (True, a regex search)."""
+    start = data.find(b"\\")
+    quote = surrogate = False
+    for _ in range(256):
+        if start < 0:
+            return quote, surrogate
+        escaped = data[start + 1:start + 3]
+        quote = quote or escaped.startswith(b'"')
+        surrogate = surrogate or escaped in (b"ud", b"uD") and data[start + 3:start + 4] in _SURROGATE_THIRD
+        start = data.find(b"\\", start + 2)
+    return True, bool(_SURROGATE_ESCAPE_BYTES.search(data))
+
+
+def _structure(data: bytes, escaped_quote: bool) -> bytes:
+    """The brackets a JSON parser nests by (strings left out, all as [ ]). Works on any bytes: up to where
+    a parser would stop on an error, these are the brackets it sees.
+
+    Without an escaped quote, every quote opens or closes a string. Otherwise escaped backslashes
+    and quotes go first (the letters that can follow a backslash are kept so that only real pairs touch).
+    Then a string without brackets is an adjacent pair of quotes, all removed by one replace; if a quote
+    is left, some string held a bracket, and splitting at the quotes drops the strings."""
+    if not escaped_quote:
+        marks = data.translate(_BRACKET, _NOT_STRUCTURE)
+    else:
+        marks = data.translate(_BRACKET, _NOT_STRUCTURE_OR_ESCAPE)
+        marks = marks.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, b"\\" + _ESCAPE_LETTERS)
+    marks = marks.replace(b'""', b"")
+    return b"".join(marks.split(b'"')[::2]) if b'"' in marks else marks
+
+
+def _deeper_than(brackets: bytes, limit: int) -> bool:
+    """Whether a bracket string may nest more than `limit` deep (an unbalanced one counts as deep): one
+    replace of "[]" removes exactly the innermost level, so `limit` of them clear any shallower one."""
+    if brackets.count(b"[") <= limit:  # never more open than have opened
+        return False
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"")
+    return bool(brackets)
+
+
+def _long_integer(data: bytes) -> bool:
+    """Whether the text may hold an integer of 19+ digits outside a string. A run of 19+ digits right after
+    something no number can follow (a letter, a quote, a slash…) is inside a string and does not count."""
+    digits = data.translate(_DIGIT)
+    start = digits.find(_LONG_RUN)
+    while start >= 0:
+        if start == 0 or data[start - 1] in _BEFORE_NUMBER:
+            return True
+        end = digits.find(b" ", start)
+        if end < 0:
+            return False
+        start = digits.find(_LONG_RUN, end)
+    return False
+
+
+def _fast_load(data: bytes) -> Any:
+    """orjson's document for `data`, or _SLOW when the stdlib path must decide (see module doc).
+
+    Screened before orjson sees it: orjson 3.8 has no nesting limit and overflows the C stack (a
+    segfault) on ~100,000 levels, so only texts no deeper than MAX_DEPTH reach it. orjson refuses lone
+    surrogates itself; texts with any surrogate escape still go to the stdlib path and its walk."""
+    escaped_quote, surrogate = _escapes(data)
+    if surrogate or _deeper_than(_structure(data, escaped_quote), MAX_DEPTH) or _long_integer(data):
+        return _SLOW
+    import orjson  # when JSON is read, not at start-up
+
+    try:
+        return orjson.loads(data)
+    except Exception:  # whatever orjson refuses, the stdlib path explains (or accepts)
+        return _SLOW
+
+
+def _slow_load(text: str, path: str) -> Any:
+    """The stdlib parse with hooks and the checking walk: the reference, and every error message."""
     try:
         doc = json.loads(text, parse_constant=_constant, parse_int=_integer, parse_float=_float)
     except json.JSONDecodeError as exc:
@@ -105,7 +202,19 @@ def load_json_text(text: str, path: str = "<string>") -> Any:
     return doc
 
 
+def load_json_text(text: str, path: str = "<string>") -> Any:
+    """Parse and check JSON text (see module doc)."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a str with a lone surrogate character: the stdlib path as before
+        return _slow_load(text, path)
+    doc = _fast_load(data)
+    return _slow_load(text, path) if doc is _SLOW else doc
+
+
 def load_json_file(path: str | Path, limit: int = MAX_JSON_BYTES) -> Any:
     """Read (at most `limit` bytes, regular files only) and parse a JSON document; InputError on any problem."""
     p = str(path)
-    return load_json_text(read_text(p, limit), p)
+    data = read_bounded(p, limit)
+    doc = _fast_load(data)
+    return _slow_load(decode_utf8(data, p), p) if doc is _SLOW else doc
