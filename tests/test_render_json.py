@@ -1,0 +1,102 @@
+"""The JSON renderer writes with orjson; its output means the same document as json.dumps's (render_stdlib,
+the renderer before orjson) on reports full of hostile host text and odd Python values, and stays inert on
+a terminal (textsafe's guarantee)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+
+from auditor.render import RENDERERS
+from auditor.render.json_renderer import render, render_stdlib
+from auditor.textsafe import UNSAFE
+from tests.fuzz import fuzz_settings
+from tests.fuzz.strategies import reshaped
+
+DATA = Path(__file__).resolve().parent / "data" / "reports"
+HOSTILE = ("\x00 nul \x07\x1b[2J\r\x08\x0b\x0c\x1f\x7f del \x85\x9b c1 \u061c\u200e\u200f\u2028\u2029"
+           "\u202a\u202e rtl \u2066\u2069\ufeff\ufffe\uffff \"q\" \\b\\ </script> caf\u00e9 \u4e2d \U0001f600")
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+def parsed(text: str) -> str:
+    """What a reader gets: the repr of the parsed document (key order, -0.0 and int/float kept)."""
+    assert text.endswith("\n") and not text.endswith("\n\n")
+    assert not [c for c in UNSAFE.findall(text) if c != "\n"], "an unsafe character left raw"
+    return repr(json.loads(text))
+
+
+def hostile_report() -> dict[str, Any]:
+    doc = json.loads((DATA / "fleet.json").read_text(encoding="utf-8"))
+    doc["hosts"][0]["name"] = HOSTILE
+    doc["hosts"][0]["labels"] = {HOSTILE: HOSTILE, "az": "a\u202eb"}
+    doc["hosts"][0]["error"] = HOSTILE * 3
+    doc["hosts"][0]["duration_s"] = math.nan
+    doc["notes"] = [HOSTILE, math.inf, -math.inf, -0.0, 1e16, 1e-7, 5e-324, 1.7976931348623157e308, 2**63, -(2**63)]
+    return doc
+
+
+def test_hostile_text_same_document_as_json_dumps() -> None:
+    doc = hostile_report()
+    fast, slow = render(doc), render_stdlib(doc)
+    assert parsed(fast) == parsed(slow)
+    again = json.loads(fast)
+    assert again["hosts"][0]["name"] == HOSTILE and again["hosts"][0]["duration_s"] is None
+    assert again["notes"][1:3] == [None, None]
+    assert "\\u202e" in fast and "\\u0000" in fast and "\\u009b" in fast and "caf\u00e9" in fast
+    assert RENDERERS["json"][0](doc) == fast
+
+
+def test_ascii_only_report_with_del_and_c0() -> None:
+    doc = {"name": "a\x7fb\x1b[2J\x00c", "labels": {"\x7f": "\t"}}
+    fast = render(doc)
+    assert parsed(fast) == parsed(render_stdlib(doc)) and "\\u007f" in fast and "\\u001b" in fast
+
+
+def test_python_values_as_json_dumps_saw_them() -> None:
+    """Tuples as arrays, unknown types (datetimes and dataclasses too, which orjson would otherwise
+    write its own way) as str()."""
+    doc = {"t": (1, (2, 3)), "when": dt.datetime(2026, 1, 2, 3, 4, 5), "day": dt.date(2026, 1, 2),
+           "p": Point(1), "s": {1}, "b": b"x", "nested": [{"deep": (math.nan,)}]}
+    assert parsed(render(doc)) == parsed(render_stdlib(doc))
+
+
+@pytest.mark.parametrize("odd", [{1: "int key"}, {None: "null key"}, {"big": 2**64}, {"neg": -(2**63) - 1},
+                                 {"lone": "\ud800 surrogate"}, {"\udfff": "key"}, {"deep": [[[[[[]]]]]] * 2}],
+                         ids=["int-key", "none-key", "big-int", "negative-big-int", "lone-surrogate",
+                              "surrogate-key", "nested"])
+def test_what_orjson_refuses_is_written_as_before(odd: dict[str, Any]) -> None:
+    doc = {"schema": "x", **odd}
+    assert render(doc) == render_stdlib(doc)
+
+
+def test_cycle_raises_as_before() -> None:
+    doc: dict[str, Any] = {"a": []}
+    doc["a"].append(doc)
+    with pytest.raises(RecursionError):
+        render_stdlib(doc)
+    with pytest.raises(RecursionError):
+        render(doc)
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.json")), ids=lambda p: p.name)
+def test_saved_reports_same_document(path: Path) -> None:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert parsed(render(doc)) == parsed(render_stdlib(doc)) == repr(doc)
+
+
+@fuzz_settings(150)
+@given(reshaped(json.loads((DATA / "fleet-scan.json").read_text(encoding="utf-8")), rate=0.3))
+def test_reshaped_reports_same_document(doc: dict[str, Any]) -> None:
+    assert parsed(render(doc)) == parsed(render_stdlib(doc))
