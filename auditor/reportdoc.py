@@ -16,6 +16,7 @@ from . import REPORT_SCHEMA, __version__
 from .errors import InputError
 from .jsonload import json_pointer, load_json_file
 from .models import SEVERITIES, Finding, HostResult, Report
+from .schemacheck import FastCheck
 
 
 def _host(result: HostResult) -> dict[str, Any]:
@@ -114,8 +115,16 @@ def report_json_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-def validate_report(doc: dict[str, Any], path: str = "<report>") -> None:
-    """Raise InputError naming the first schema violation."""
+@lru_cache(maxsize=1)
+def _fast_check() -> FastCheck:
+    return FastCheck(report_json_schema())
+
+
+def validate_report(doc: dict[str, Any], path: str = "<report>", from_json: bool = False) -> None:
+    """Raise InputError naming the first schema violation (jsonschema-rs first, jsonschema for the
+    message: auditor/schemacheck.py). `from_json`: `doc` was parsed from JSON text."""
+    if _fast_check().valid(doc, from_json):
+        return
     import jsonschema  # when a report is validated, not at start-up
 
     try:
@@ -129,5 +138,5 @@ def validate_report(doc: dict[str, Any], path: str = "<report>") -> None:
 def load_report(path: str) -> dict[str, Any]:
     """Read a saved report JSON (for `ami-auditor report`), validated against its schema."""
     doc = load_json_file(path)
-    validate_report(doc, path)
+    validate_report(doc, path, from_json=True)
     return doc

@@ -10,6 +10,7 @@ from .. import SNAPSHOT_SCHEMA
 from ..collect.schema import snapshot_json_schema
 from ..errors import InputError
 from ..jsonload import json_pointer, load_json_file
+from ..schemacheck import FastCheck
 
 if TYPE_CHECKING:
     import jsonschema
@@ -22,12 +23,19 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(snapshot_json_schema())
 
 
+@lru_cache(maxsize=1)
+def _fast_check() -> FastCheck:
+    return FastCheck(snapshot_json_schema())
+
+
 def load_snapshot_file(path: str | Path) -> dict[str, Any]:
     """A snapshot document from disk, validated against the snapshot schema."""
     p = str(path)
     doc = load_json_file(p)
     if not isinstance(doc, dict) or doc.get("schema") != SNAPSHOT_SCHEMA:
         raise InputError(f"not a snapshot: expected \"schema\": \"{SNAPSHOT_SCHEMA}\"", p, 1)
+    if _fast_check().valid(doc, from_json=True):  # jsonschema-rs first; jsonschema names the error
+        return doc
     error = next(iter(_validator().iter_errors(doc)), None)
     if error is not None:
         where = json_pointer(error.absolute_path) or "the top level"
