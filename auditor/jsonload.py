@@ -16,6 +16,7 @@ texts and give the same documents (tests/test_jsonload.py compares them on hosti
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -113,19 +114,21 @@ def _check(doc: Any, path: str, surrogates: bool) -> None:
                 stack.extend((item, depth + 1, (*where, i)) for i, item in enumerate(value))
 
 
-def _escapes(data: bytes) -> tuple[bool, bool]:
-    """Whether the text escapes a quote, and whether it has a surrogate escape (`\\ud800`), stepping from
-    escape to escape (a backslash and the character it escapes); past 256 escapes, (True, a regex search)."""
+def _escapes(data: bytes) -> tuple[list[int] | None, bool]:
+    """Where the text escapes a quote (None: not known, past 256 escapes), and whether it has a surrogate
+    escape (`\\ud800`), stepping from escape to escape (a backslash and the character it escapes)."""
     start = data.find(b"\\")
-    quote = surrogate = False
+    quotes: list[int] = []
+    surrogate = False
     for _ in range(256):
         if start < 0:
-            return quote, surrogate
+            return quotes, surrogate
         escaped = data[start + 1:start + 3]
-        quote = quote or escaped.startswith(b'"')
+        if escaped.startswith(b'"'):
+            quotes.append(start + 1)
         surrogate = surrogate or escaped in (b"ud", b"uD") and data[start + 3:start + 4] in _SURROGATE_THIRD
         start = data.find(b"\\", start + 2)
-    return True, bool(_SURROGATE_ESCAPE_BYTES.search(data))
+    return None, bool(_SURROGATE_ESCAPE_BYTES.search(data))
 
 
 def _structure(data: bytes, escaped_quote: bool) -> bytes:
@@ -157,14 +160,21 @@ def _deeper_than(brackets: bytes, limit: int) -> bool:
     return bool(brackets)
 
 
-def _long_integer(data: bytes) -> bool:
-    """Whether the text may hold an integer of 19+ digits outside a string. A run of 19+ digits right after
-    something no number can follow (a letter, a quote, a slash…) is inside a string and does not count."""
+def _long_integer(data: bytes, escaped_quotes: list[int] | None) -> bool:
+    """Whether valid JSON text may hold an integer of 19+ digits outside a string. A run of 19+ digits
+    right after something no number can follow (a letter, a quote, a slash…) is inside a string; so is
+    one after an odd number of unescaped quotes (counted only for runs that need it)."""
     digits = data.translate(_DIGIT)
     start = digits.find(_LONG_RUN)
+    counted = quotes = 0  # quotes in data[:counted]
     while start >= 0:
         if start == 0 or data[start - 1] in _BEFORE_NUMBER:
-            return True
+            if escaped_quotes is None:
+                return True
+            quotes += data.count(b'"', counted, start)
+            counted = start
+            if (quotes - bisect.bisect_left(escaped_quotes, start)) % 2 == 0:
+                return True
         end = digits.find(b" ", start)
         if end < 0:
             return False
@@ -178,8 +188,9 @@ def _fast_load(data: bytes) -> Any:
     Screened before orjson sees it: orjson 3.8 has no nesting limit and overflows the C stack (a
     segfault) on ~100,000 levels, so only texts no deeper than MAX_DEPTH reach it. orjson refuses lone
     surrogates itself; texts with any surrogate escape still go to the stdlib path and its walk."""
-    escaped_quote, surrogate = _escapes(data)
-    if surrogate or _deeper_than(_structure(data, escaped_quote), MAX_DEPTH) or _long_integer(data):
+    escaped_quotes, surrogate = _escapes(data)
+    if surrogate or _deeper_than(_structure(data, escaped_quotes != []), MAX_DEPTH) \
+            or _long_integer(data, escaped_quotes):
         return _SLOW
     import orjson  # when JSON is read, not at start-up
 

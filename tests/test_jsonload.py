@@ -65,6 +65,8 @@ HOSTILE = {
     "20-digit-int": "[18446744073709551616, -9223372036854775809, 99999999999999999999]",
     "19-digit-ints": "[9223372036854775807, -9223372036854775808, 1234567890123456789]",
     "long-digits-in-string": '{"boot_id": "00000000000000000000000000000000", "x": "a0000000000000000000000"}',
+    "long-digits-after-colon-in-string": '{"f": "SHA256:0000000000000000000000", "g": "\\"x:1234567890123456789"}',
+    "long-int-after-escaped-quote": '{"g": "\\"", "n": 12345678901234567890123}',
     "long-fraction": "[0.0000000000000000000001, 1.00000000000000000000001e5]",
     "lone-surrogate-value": '{"a": "\\ud800"}', "lone-surrogate-key": '{"\\udc80x": 1}',
     "high-then-letter": '["\\ud800\\u0041"]', "low-then-high": '["\\udc00\\ud800"]',
@@ -106,6 +108,13 @@ def test_the_refusals_keep_their_messages() -> None:
     assert "BOM" in error(HOSTILE["bom"])
     assert same(HOSTILE["20-digit-int"])[1] == [18446744073709551616, -9223372036854775809, 99999999999999999999]
     assert same(HOSTILE["duplicate-keys"]) == ("ok", {"a": 3, "b": 2})
+
+
+def test_screen_keeps_digits_in_strings_on_the_fast_path() -> None:
+    fast = jsonload._fast_load(HOSTILE["long-digits-after-colon-in-string"].encode())
+    assert fast is not jsonload._SLOW and fast["f"] == "SHA256:" + "0" * 22
+    assert jsonload._fast_load(HOSTILE["long-int-after-escaped-quote"].encode()) is jsonload._SLOW
+    assert jsonload._fast_load(b'{"a": "b", "n": -1234567890123456789}') is jsonload._SLOW
 
 
 def test_deep_text_never_reaches_orjson() -> None:
@@ -153,8 +162,17 @@ def height(doc: Any) -> int:
     return 0
 
 
-TRICKY = st.text(alphabet='[]{}"\\/bnu0a', max_size=8)
-DOCS = st.recursive(st.one_of(st.none(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), TRICKY),
+def long_ints(doc: Any) -> bool:
+    if isinstance(doc, dict):
+        return any(map(long_ints, doc.values()))
+    if isinstance(doc, list):
+        return any(map(long_ints, doc))
+    return type(doc) is int and abs(doc) >= 10**18
+
+
+TRICKY = st.text(alphabet='[]{}"\\/bnu0a:1', max_size=30)
+NUMBERS = st.one_of(st.integers(), st.integers(-(10**25), 10**25), st.floats(allow_nan=False, allow_infinity=False))
+DOCS = st.recursive(st.one_of(st.none(), NUMBERS, TRICKY, st.sampled_from(["SHA256:" + "0" * 22, ":" + "1" * 20])),
                     lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(TRICKY, kids, max_size=3)),
                     max_leaves=40)
 
@@ -165,8 +183,10 @@ def test_screen_measures_nesting_exactly(doc: Any, limit: int, ascii_only: bool)
     """Whatever the strings hold (brackets, quotes, backslashes, escapes), the byte-level screen finds the
     document's real nesting."""
     data = json.dumps(doc, ensure_ascii=ascii_only).encode()
-    quote, _ = jsonload._escapes(data)
-    assert jsonload._deeper_than(jsonload._structure(data, quote), limit) == (height(doc) > limit)
+    quotes, _ = jsonload._escapes(data)
+    assert jsonload._deeper_than(jsonload._structure(data, quotes != []), limit) == (height(doc) > limit)
+    if long_ints(doc):
+        assert jsonload._long_integer(data, quotes)
     assert jsonload._deeper_than(jsonload._structure(data, True), limit) == (height(doc) > limit)
 
 
