@@ -29,11 +29,11 @@ from .inputfile import MAX_DEPTH, MAX_INT_DIGITS, MAX_JSON_BYTES, decode_utf8, l
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_THIRD = frozenset(bytes([c]) for c in b"89abcdefABCDEF")
 # _structure keeps quotes, brackets (all as [ ]) and, when a quote is escaped, backslashes and the letters
 # that can follow one
 _ESCAPE_LETTERS = b"bfnrtu/"
-_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
-_SURROGATE_THIRD = frozenset(bytes([c]) for c in b"89abcdefABCDEF")
 _NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
 _NOT_STRUCTURE_OR_ESCAPE = bytes(sorted(set(_NOT_STRUCTURE) - set(b"\\" + _ESCAPE_LETTERS)))
 _BRACKET = bytes.maketrans(b"{}", b"[]")
