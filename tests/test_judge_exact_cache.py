@@ -56,6 +56,11 @@ rules:
     select: "facts.systemd.units[*]"
     item: "name"
     evidence: {n: "`1`"}
+  - id: tricky.one-field
+    title: "{{ evidence.n }} units restarted twice"
+    severity: info
+    when: "length(facts.systemd.units[?restarts == `2`]) > `0`"
+    evidence: {n: "length(facts.systemd.units[?restarts == `2`])"}
   - id: tricky.title-reads-row
     title: "{{ item.name }} pid {{ item.main_pid }}"
     severity: info

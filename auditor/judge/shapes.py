@@ -14,6 +14,7 @@ and which are empty, matters.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -98,7 +99,24 @@ def projector(shape: Shape) -> Callable[[Any], Any]:
     kind, sub = shape
     if kind == "rows":
         row = projector(sub)
-        return lambda value: [row(r) for r in value] if type(value) is list else value
+        flat = sub is not None and sub[1] and all(s is None for _, s in sub[1])
+        if not flat:
+            return lambda value: [row(r) for r in value] if type(value) is list else value
+        keys = [k for k, _ in sub[1]]
+        every = operator.itemgetter(*(keys * 2 if len(keys) == 1 else keys))  # always a tuple, never (bool, v)
+
+        def rows(value: Any) -> Any:
+            """Rows that all hold every field read: cut in C to a tuple of those fields. A list with a row
+            lacking one, or a row that is no object, takes the per-row path instead; its lists hold a tuple
+            with one more item (a bool first) or a raw JSON value, so the two never give equal cuts."""
+            if type(value) is not list:
+                return value
+            try:
+                return list(map(every, value))
+            except (KeyError, TypeError, AttributeError):
+                return [row(r) for r in value]
+
+        return rows
     keys = tuple(k for k, _ in sub)
     if all(s is None for _, s in sub):  # flat fields: the common case, done in C
         return lambda value: (bool(value), *map(value.get, keys)) if type(value) is dict else value
