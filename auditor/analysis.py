@@ -25,7 +25,7 @@ from typing import Any
 from .collect.snapshot import now_iso
 from .compare import stage as compare_stage
 from .compare.index import Config, FleetIndex, host_attrs
-from .compare.normalize import NormalView, normalize
+from .compare.normalize import NormalView, normalize, stable_key
 from .compare.sources import load_snapshot_file
 from .compare.stage import ComparePlan
 from .context import Env
@@ -80,6 +80,7 @@ class _Worker:
         self.keys = keys
         self.fleet_shapes = fleet_shapes
         self.view_ids: dict[Any, int] = {}
+        self.key_ids: dict[bytes, int] = {}  # stable content key → view id
 
     def batch(self, paths: list[str]) -> Batch:
         out = Batch()
@@ -93,12 +94,17 @@ class _Worker:
                 continue
             name = str(snap.get("name") or name)
             out.findings.extend(self.judge.judge(snap))
-            view = normalize(snap)
-            ident = view.identity()
-            vid = self.view_ids.get(ident)
-            if vid is None:
-                vid = self.view_ids[ident] = len(self.view_ids)
-                out.new_views[(pid, vid)] = view
+            key = stable_key(snap)
+            vid = self.key_ids.get(key) if key is not None else None
+            if vid is None:  # normalized once per distinct stable content, then once per distinct view
+                view = normalize(snap)
+                ident = view.identity()
+                vid = self.view_ids.get(ident)
+                if vid is None:
+                    vid = self.view_ids[ident] = len(self.view_ids)
+                    out.new_views[(pid, vid)] = view
+                if key is not None:
+                    self.key_ids[key] = vid
             out.views.append((pid, vid))
             out.attrs.append(host_attrs(snap, self.keys))
             out.slices.append(self._slice(snap))

@@ -21,6 +21,7 @@ import pytest
 
 from auditor import analysis
 from auditor.compare import stage as compare_stage
+from auditor.compare.normalize import normalize, stable_key
 from auditor.context import Env
 from auditor.judge import stage as judge_stage
 from auditor.models import HostResult, HostSpec, Report
@@ -54,6 +55,10 @@ def _fleet(n: int, seed: int = 7) -> list[dict[str, Any]]:
         s["facts"]["cgroups"]["memory"]["dying"] = rng.randrange(5000)
         if i % 9 == 0:
             s["facts"]["kernel"]["sysctls"]["vm.swappiness"] = "10"  # a second configuration per base
+        if i % 11 == 0:
+            s["facts"]["systemd"]["units"].reverse()  # another stable key, the same normalized view
+        if i % 13 == 0:
+            s["facts"]["systemd"]["units"][0].pop("unit_file_state", None)  # a row lacking a field
         out.append(s)
     return out
 
@@ -170,3 +175,19 @@ def test_a_directory_with_no_snapshots_or_none_at_all_is_bad_input(tmp_path: Pat
         done = subprocess.run([sys.executable, "-m", "auditor.cli", "analyze", str(target)], cwd=REPO,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and str(target) in done.stderr, done.stderr
+
+
+def test_the_stable_key_follows_exactly_what_normalize_reads() -> None:
+    base = json.loads((FLEET / "b1.json").read_text())
+    twin = copy.deepcopy(base)
+    for u in twin["facts"]["systemd"]["units"]:
+        u["main_pid"], u["restarts"], u["active_state"] = 1, 99, "failed"  # volatile: normalize ignores them
+    twin["host"]["hostname"] = "elsewhere"
+    assert stable_key(twin) == stable_key(base) and normalize(twin).identity() == normalize(base).identity()
+    changed = copy.deepcopy(base)
+    changed["facts"]["systemd"]["units"][0]["unit_file_state"] = "masked"
+    assert stable_key(changed) != stable_key(base) and normalize(changed).identity() != normalize(base).identity()
+    gone = copy.deepcopy(base)
+    gone["facts"]["kernel"] = None  # unknown area
+    assert stable_key(gone) != stable_key(base)
+    assert stable_key({**base, "not_applicable": [["not", "hashable"]]}) is None

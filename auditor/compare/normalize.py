@@ -11,7 +11,9 @@ recorded as such, and is neither unknown nor a difference.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import marshal
 import operator
 import re
 from dataclasses import dataclass
@@ -268,3 +270,32 @@ def collection_spec(path: str) -> FactSpec | None:
     if spec.type == "map" or (spec.type == "list" and (spec.key or not spec.children)):
         return spec
     return None
+
+
+def _stable_shape(spec: FactSpec) -> Any:
+    """The judge's shape (judge/shapes.py) of what `normalize` reads of a fact: its stable fields."""
+    if spec.type == "object":
+        return ("obj", tuple((n, _stable_shape(c)) for n, c in sorted(spec.children.items()) if not c.volatile))
+    if spec.type == "list" and spec.children and spec.key:
+        return ("rows", _stable_shape(FactSpec(spec.path, "object", children=spec.children)))
+    return None  # scalars, maps, lists of names, unkeyed rows: read whole
+
+
+@lru_cache(maxsize=1)
+def _stable_cuts() -> tuple[tuple[str, Any], ...]:
+    from ..judge.shapes import projector
+
+    return tuple((area, projector(_stable_shape(spec))) for area, spec in _areas().items() if not spec.volatile)
+
+
+def stable_key(snapshot: dict[str, Any]) -> bytes | None:
+    """A digest of exactly what `normalize` reads: hosts with equal keys have equal views, so a fleet
+    normalizes once per key (hosts whose keys differ may still share a view, e.g. lists in another order).
+    None when the snapshot holds something a key cannot be made of (then normalize it)."""
+    facts = snapshot.get("facts") or {}
+    try:
+        cut: list[Any] = [sorted(set(snapshot.get("not_applicable") or ()) & set(_areas()))]
+        cut.extend(fn(facts.get(area)) for area, fn in _stable_cuts())
+        return hashlib.blake2b(marshal.dumps(cut, 2), digest_size=16).digest()
+    except (TypeError, ValueError):  # unhashable names, a value nested past marshal's limit
+        return None

@@ -102,8 +102,8 @@ def projector(shape: Shape) -> Callable[[Any], Any]:
         flat = sub is not None and sub[1] and all(s is None for _, s in sub[1])
         if not flat:
             return lambda value: [row(r) for r in value] if type(value) is list else value
-        keys = [k for k, _ in sub[1]]
-        every = operator.itemgetter(*(keys * 2 if len(keys) == 1 else keys))  # always a tuple, never (bool, v)
+        names = [k for k, _ in sub[1]]
+        every = operator.itemgetter(*(names * 2 if len(names) == 1 else names))  # always a tuple, never (bool, v)
 
         def rows(value: Any) -> Any:
             """Rows that all hold every field read: cut in C to a tuple of those fields. A list with a row
