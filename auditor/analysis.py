@@ -72,13 +72,38 @@ class Batch:
     slices: list[dict[str, Any]] = field(default_factory=list)  # per judged host: what fleet rules read
 
 
+@dataclass(frozen=True)
+class FleetCut:
+    """What the fleet rules read of a host: facts (by shape), `host` keys (None: all), or everything."""
+
+    shapes: dict[str, Shape]
+    host_keys: tuple[str, ...] | None
+    everything: bool
+
+
+def fleet_cut(judge: Judge) -> FleetCut:
+    shapes: dict[str, Shape] = {}
+    host_keys: set[str] | None = set()
+    everything = False
+    for rule in judge.rules:
+        if rule.fleet is None:
+            continue
+        everything = everything or "*" in rule.roots
+        for area, shape in rule.shapes:
+            shapes[area] = merge_shapes(shapes[area], shape) if area in shapes else shape
+        if "host" in rule.roots and host_keys is not None:
+            keys = rule.root_keys.get("host")
+            host_keys = None if keys is None else host_keys | set(keys)
+    return FleetCut(shapes, None if host_keys is None else tuple(sorted(host_keys)), everything)
+
+
 class _Worker:
     """A worker's state: its Judge (and caches), and the views it has already sent."""
 
-    def __init__(self, judge: Judge, keys: list[str], fleet_shapes: dict[str, Shape]):
+    def __init__(self, judge: Judge, keys: list[str], fleet: FleetCut):
         self.judge = judge
         self.keys = keys
-        self.fleet_shapes = fleet_shapes
+        self.fleet = fleet
         self.view_ids: dict[Any, int] = {}
         self.key_ids: dict[bytes, int] = {}  # stable content key → view id
 
@@ -116,11 +141,18 @@ class _Worker:
         return out
 
     def _slice(self, snap: dict[str, Any]) -> dict[str, Any]:
-        """The snapshot cut to what the fleet rules read (judge/shapes.py), identity and status kept."""
+        """The snapshot cut to what the fleet rules read (judge/shapes.py), name and status kept."""
+        cut = self.fleet
+        if cut.everything:
+            return snap
         facts = snap.get("facts") or {}
-        keep: dict[str, Any] = {k: snap[k] for k in ("name", "target", "labels", "host", "errors", "not_applicable")
+        keep: dict[str, Any] = {k: snap[k] for k in ("name", "target", "labels", "errors", "not_applicable")
                                 if k in snap}
-        keep["facts"] = {a: prune(facts.get(a), s) for a, s in self.fleet_shapes.items() if a in facts}
+        host = snap.get("host")
+        if host is not None:
+            keep["host"] = host if cut.host_keys is None or not isinstance(host, dict) else {
+                k: host[k] for k in cut.host_keys if k in host}
+        keep["facts"] = {a: prune(facts.get(a), s) for a, s in cut.shapes.items() if a in facts}
         return keep
 
 
@@ -216,16 +248,6 @@ class _Merge:
         return FleetIndex(self.configs, self.host_config, self.attrs)
 
 
-def _fleet_shapes(judge: Judge) -> dict[str, Shape]:
-    shapes: dict[str, Shape] = {}
-    for rule in judge.rules:
-        if rule.fleet is None:
-            continue
-        for area, shape in rule.shapes:
-            shapes[area] = merge_shapes(shapes[area], shape) if area in shapes else shape
-    return shapes
-
-
 def _batches(files: list[str]) -> Iterator[list[str]]:
     for start in range(0, len(files), BATCH):
         yield files[start:start + BATCH]
@@ -235,7 +257,7 @@ def stream(plan: AnalyzePlan) -> _Merge:
     """Read, judge and index every file on `plan.jobs` processes; merged in file order."""
     global _WORKER
     judge = Judge(plan.judge.ruleset)
-    _WORKER = _Worker(judge, plan.compare.keys(), _fleet_shapes(judge))
+    _WORKER = _Worker(judge, plan.compare.keys(), fleet_cut(judge))
     files = list(plan.files)
     merge = _Merge()
     try:
