@@ -19,13 +19,14 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: files get the usual 0666 & ~umask mode, not mkstemp's 0600
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` via a unique temp file in the same directory; removed on any failure."""
+def write_text_atomic(path: Path, text: str | bytes) -> None:
+    """Write `text` (bytes: already UTF-8) to `path` via a unique temp file in the same directory; removed
+    on any failure."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text if isinstance(text, bytes) else text.encode("utf-8"))
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:

@@ -79,7 +79,7 @@ class HostResult:
         return bool(probe.get("complete", True)) and not probe.get("failed_areas")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a 100,000-host analysis holds ~500,000 of these
 class Finding:
     """A rule matched on a host (optionally on one item, e.g. a unit)."""
 

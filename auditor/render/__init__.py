@@ -21,3 +21,6 @@ RENDERERS: dict[str, tuple[Renderer, str]] = {
     "junit": (junit_renderer.render, "xml"),
     "prom": (prom_renderer.render, "prom"),
 }
+
+# formats that can also render straight to UTF-8 bytes (the same content), written without a text copy
+BYTE_RENDERERS: dict[str, Callable[[dict[str, Any]], bytes]] = {"json": json_renderer.render_bytes}

@@ -12,7 +12,7 @@ from ..models import SEVERITIES, Report
 from ..options import RenderOptions
 from ..reportdoc import report_to_dict, validate_report
 from ..textsafe import one_line
-from . import RENDERERS, view
+from . import BYTE_RENDERERS, RENDERERS, view
 from .view import since_text
 
 REPORT_STEM = "report"
@@ -51,7 +51,8 @@ def prepare(opts: RenderOptions) -> RenderPlan:
 
 def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = REPORT_STEM) -> list[Path]:
     """Render every format first, then write each to out/stem.ext atomically (a renderer failing writes nothing)."""
-    texts = [(out / f"{stem}.{RENDERERS[fmt][1]}", RENDERERS[fmt][0](doc)) for fmt in formats]  # all, then write
+    texts = [(out / f"{stem}.{RENDERERS[fmt][1]}", (BYTE_RENDERERS.get(fmt) or RENDERERS[fmt][0])(doc))
+             for fmt in formats]  # all, then write
     for path, text in texts:
         write_text_atomic(path, text)
     return [path for path, _ in texts]
