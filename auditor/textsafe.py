@@ -45,3 +45,15 @@ def json_text(text: str) -> str:
     json.dumps already escapes C0 inside strings; outside strings JSON has only ASCII and newlines, so
     replacing the rest (C1, bidi, lone surrogates) with escapes keeps the document valid and equal."""
     return UNSAFE.sub(lambda m: m.group() if m.group() == "\n" else f"\\u{ord(m.group()):04x}", text)
+
+
+# UNSAFE as UTF-8 bytes, newline and lone surrogates (never valid UTF-8) aside. Every multi-byte pattern
+# starts with a lead byte, which never occurs inside another character's encoding: matches are exact.
+_UNSAFE_UTF8 = re.compile(b"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xa8-\xae]"
+                          b"|\xe2\x81[\xa6-\xa9]|\xef\xbb\xbf|\xef\xbf[\xbe\xbf]")
+
+
+def json_bytes(data: bytes) -> bytes:
+    """`json_text` on UTF-8 bytes, without decoding them: `json_bytes(t.encode()) == json_text(t).encode()`
+    (a 0.5 GiB report is escaped in one pass and one copy)."""
+    return _UNSAFE_UTF8.sub(lambda m: f"\\u{ord(m.group().decode('utf-8')):04x}".encode("ascii"), data)

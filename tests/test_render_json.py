@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from auditor.render import RENDERERS
 from auditor.render.json_renderer import render, render_stdlib
-from auditor.textsafe import UNSAFE
+from auditor.textsafe import UNSAFE, json_bytes, json_text
 from tests.fuzz import fuzz_settings
 from tests.fuzz.strategies import reshaped
 
@@ -100,3 +101,12 @@ def test_saved_reports_same_document(path: Path) -> None:
 @given(reshaped(json.loads((DATA / "fleet-scan.json").read_text(encoding="utf-8")), rate=0.3))
 def test_reshaped_reports_same_document(doc: dict[str, Any]) -> None:
     assert parsed(render(doc)) == parsed(render_stdlib(doc))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+       | st.lists(st.sampled_from(list("\x00\n\x7f\x85\u061c\u200e\u2028\u202e\u2066\u2069\ufeff\ufffe\uffffa→é😀")),
+                  max_size=40).map("".join))
+def test_escaping_bytes_equals_escaping_text(text: str) -> None:
+    """json_bytes escapes UTF-8 bytes exactly as json_text escapes the decoded text (no decode of a big report)."""
+    assert json_bytes(text.encode("utf-8")) == json_text(text).encode("utf-8")

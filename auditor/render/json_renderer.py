@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any
 
-from ..textsafe import json_text
+from ..textsafe import json_bytes, json_text
 
 
 def _finite(value: Any) -> Any:
@@ -44,7 +44,7 @@ def render_bytes(doc: dict[str, Any]) -> bytes:
         return render_stdlib(doc).encode("utf-8")
     if data.isascii() and b"\x7f" not in data:  # orjson escapes C0 in strings: only the indent's \n is left
         return data
-    return (json_text(data[:-1].decode("utf-8")) + "\n").encode("utf-8")
+    return json_bytes(data)
 
 
 def render(doc: dict[str, Any]) -> str:
