@@ -12,8 +12,10 @@ import io
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +193,53 @@ def test_the_stable_key_follows_exactly_what_normalize_reads() -> None:
     gone["facts"]["kernel"] = None  # unknown area
     assert stable_key(gone) != stable_key(base)
     assert stable_key({**base, "not_applicable": [["not", "hashable"]]}) is None
+
+
+def _many(d: Path, n: int) -> Path:
+    """n snapshot files (hard links of a few real ones, renamed hosts are not needed: names come from files)."""
+    d.mkdir(parents=True, exist_ok=True)
+    sources = [_write([s], d / "src") / f"{s['name']}.json" for s in _fleet(4)]
+    for i in range(n):
+        snap = json.loads(sources[i % 4].read_text())
+        snap["name"] = f"m{i:05d}"
+        (d / f"m{i:05d}.json").write_text(json.dumps(snap))
+    return d
+
+
+def test_workers_over_several_batches_finish_and_are_reaped(tmp_path: Path) -> None:
+    """A real pool (more files than one batch) as the CLI runs it, with its signal handlers installed."""
+    d = _many(tmp_path / "many", analysis.BATCH * 2 + 37)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--jobs", "2", "--format", "json",
+                           "--out", str(out), "--fail-on", "critical"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads((out / "report.json").read_text())
+    assert len(doc["hosts"]) == analysis.BATCH * 2 + 37 and all(h["status"] == "ok" for h in doc["hosts"])
+
+
+def test_sigterm_stops_the_analysis_and_its_workers(tmp_path: Path) -> None:
+    d = _many(tmp_path / "many", analysis.BATCH * 6)
+    proc = subprocess.Popen([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--jobs", "2", "--out",
+                             str(tmp_path / "out")], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    children: set[int] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(children) < 2:  # wait for both workers to exist
+        try:
+            children = {int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()}
+        except OSError:
+            break
+        time.sleep(0.05)
+    assert len(children) == 2, "the workers never started"
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 143, proc.stderr.read() if proc.stderr else ""
+    time.sleep(0.5)
+    alive = [c for c in children if Path(f"/proc/{c}").exists()
+             and Path(f"/proc/{c}/stat").read_text().split()[2] != "Z"]
+    assert alive == [], "workers left running"
+    assert not (tmp_path / "out" / "report.json").exists()
