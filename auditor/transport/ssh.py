@@ -184,12 +184,11 @@ def known_host_keys(path: Path) -> paramiko.HostKeys:
     st = path.stat()
     stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     key = str(path)
-    with _KNOWN_LOCK:
+    with _KNOWN_LOCK:  # parsed under the lock: the first connections of a run do not all parse it at once
         cached = _KNOWN.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-    keys = paramiko.HostKeys(key)
-    with _KNOWN_LOCK:
+        keys = paramiko.HostKeys(key)
         _KNOWN[key] = (stamp, keys)
     return keys
 
