@@ -67,7 +67,7 @@ class Batch:
     """What a worker sends back for one batch of files, hosts in file order."""
 
     hosts: list[HostResult] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[list[Finding]] = field(default_factory=list)  # per judged host
     views: list[tuple[int, int]] = field(default_factory=list)  # per judged host: (worker pid, its view id)
     new_views: dict[tuple[int, int], NormalView] = field(default_factory=dict)  # first seen in this batch
     attrs: list[dict[str, str]] = field(default_factory=list)  # per judged host: the grouping keys' values
@@ -120,7 +120,7 @@ class _Worker:
                 out.hosts.append(HostResult(HostSpec(name, path, {}), "error", _why(exc)))
                 continue
             name = str(snap.get("name") or name)
-            out.findings.extend(self.judge.judge(snap))
+            out.findings.append(self.judge.judge(snap))
             key = stable_key(snap)
             vid = self.key_ids.get(key) if key is not None else None
             if vid is None:  # normalized once per distinct stable content, then once per distinct view
@@ -233,13 +233,13 @@ class _Merge:
     def add(self, batch: Batch) -> None:
         for key, view in batch.new_views.items():
             self.by_worker_view[key] = self._adopt(view)
-        judged = iter(zip(batch.views, batch.attrs, batch.slices))
+        judged = iter(zip(batch.views, batch.attrs, batch.slices, batch.findings))
         for host in batch.hosts:
             if host.status != "ok":
                 self.hosts.append(host)
                 continue
-            view_key, attrs, piece = next(judged)
-            if host.name in self.host_config:
+            view_key, attrs, piece, findings = next(judged)
+            if host.name in self.host_config:  # the first file naming a host is judged; the next is an error
                 self.hosts.append(HostResult(HostSpec(host.name, host.spec.target, host.spec.labels), "error",
                                              "duplicate host name: another snapshot file names the same host"))
                 continue
@@ -249,9 +249,7 @@ class _Merge:
             self.attrs[host.name] = attrs
             self.hosts.append(host)
             self.slices.append(piece)
-        duplicate = {h.name for h in self.hosts if h.status == "error" and h.error
-                     and h.error.startswith("duplicate host name")}
-        self.findings.extend(f for f in batch.findings if f.host not in duplicate or f.host in self.host_config)
+            self.findings.extend(findings)
 
     def index(self) -> FleetIndex:
         return FleetIndex(self.configs, self.host_config, self.attrs)

@@ -151,6 +151,8 @@ def test_a_file_that_is_not_a_snapshot_is_that_hosts_error_and_the_rest_is_judge
     assert [h for h in doc["hosts"] if h["name"] == "h0001"][1]["error"].startswith("duplicate host name")
     assert sum(1 for h in doc["hosts"] if h["status"] == "ok") == 6
     assert {f["host"] for f in doc["findings"]} <= {f"h{i:04d}" for i in range(6)}
+    once = [(f["rule"], f["item"]) for f in doc["findings"] if f["host"] == "h0001"]
+    assert once and len(once) == len(set(once)), "the duplicate file's findings were added too"
     assert (out / "report.html").is_file()
 
 
