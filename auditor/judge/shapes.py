@@ -22,7 +22,6 @@ from typing import Any
 from ..collect.schema import FactSpec, fact_tree
 
 Shape = tuple[Any, ...] | None
-_NO_FIELDS: Shape = ("obj", ())
 
 
 class _Node:
@@ -123,11 +122,6 @@ def projector(shape: Shape) -> Callable[[Any], Any]:
     cuts = tuple(projector(s) for _, s in sub)
     return lambda value: (bool(value), *(cut(value.get(k)) for k, cut in zip(keys, cuts))) \
         if type(value) is dict else value
-
-
-def project(value: Any, shape: Shape) -> Any:
-    """`value` cut to `shape` (see projector)."""
-    return projector(shape)(value)
 
 
 def merge_shapes(a: Shape, b: Shape) -> Shape:
