@@ -87,9 +87,8 @@ def _item_name(rule: Rule, match: Any, ctx: dict[str, Any], interp: TreeInterpre
     return None if value is None else str(value)
 
 
-def _evaluate(rule: Rule, snapshot: dict[str, Any], interp: TreeInterpreter | None = None) -> list[Finding]:
+def _evaluate(rule: Rule, snapshot: dict[str, Any], interp: TreeInterpreter) -> list[Finding]:
     """Run one rule on one snapshot; findings carry host="" (filled in by the caller)."""
-    interp = interp or TreeInterpreter(OPTIONS)
     if rule.when is not None and not truthy(interp.visit(rule.when.parsed, snapshot)):
         return []
     if rule.select is None:
@@ -177,7 +176,7 @@ class Judge:
                 out.append(replace(unknown, host=host))
                 continue
             key = self._key(index, rule, digests)
-            found = None if key is None else self._cache.get(key)
+            found = self._cache.get(key)
             if found is None:
                 self.evaluations += 1
                 try:
@@ -185,8 +184,7 @@ class Judge:
                 except (JMESPathError, TypeError, ValueError) as exc:
                     results = [_not_evaluated(rule, "error", f"{type(exc).__name__}: {exc}", {})]
                 found = [{k: getattr(f, k) for k in _FIELDS} for f in results]
-                if key is not None:
-                    self._cache[key] = found
+                self._cache[key] = found
             out.extend(Finding(host=host, **f) for f in found)
         return out
 
