@@ -19,15 +19,15 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: files get the usual 0666 & ~umask mode, not mkstemp's 0600
 
 
-def write_text_atomic(path: Path, text: str | bytes) -> None:
+def write_text_atomic(path: Path, text: str | bytes, mode: int | None = None) -> None:
     """Write `text` (bytes: already UTF-8) to `path` via a unique temp file in the same directory; removed
-    on any failure."""
+    on any failure. `mode`: the file's permissions (default 0666 less the umask)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text if isinstance(text, bytes) else text.encode("utf-8"))
-        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.chmod(tmp, 0o666 & ~_UMASK if mode is None else mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -190,26 +190,18 @@ def read_listing(key: str) -> Listing | None:
 
 def write_listing(key: str, listing: Listing) -> None:
     """Store `listing` under `key` atomically; any OSError (read-only or missing directory, disk full) skips it."""
-    import tempfile  # only on a miss
+    from ..atomicio import write_text_atomic  # only on a miss
 
     path = _entry_path(key)
     if path is None:
         return
-    tmp = None
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{PREFIX}", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"schema": ENTRY_SCHEMA, "key": key, "packs": listing.packs, "rows": listing.rows}, f)
-        os.replace(tmp, path)
-        tmp = None
+        write_text_atomic(path, json.dumps({"schema": ENTRY_SCHEMA, "key": key, "packs": listing.packs,
+                                            "rows": listing.rows}), mode=0o600)
         _prune(path.parent)
     except OSError:
         pass
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 def _prune(folder: Path) -> None:
