@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..collect.schema import FactSpec, fact_tree
+from .paths import element
 
 Shape = tuple[Any, ...] | None
 
@@ -57,7 +58,9 @@ def _add(root: _Node, spec: FactSpec, segments: list[str], base: bool) -> None:
                 return
             if node.rows is None:
                 node.rows = _Node()
-            node, spec = node.rows, FactSpec(spec.path, "object", children=spec.children)
+            row = element(spec)
+            assert row is not None  # a list with children
+            node, spec = node.rows, row
     if base and spec.type == "list" and spec.children:
         if node.rows is None:
             node.rows = _Node()
