@@ -260,10 +260,9 @@ def _batches(files: list[str]) -> Iterator[list[str]]:
         yield files[start:start + BATCH]
 
 
-def stream(plan: AnalyzePlan) -> _Merge:
+def stream(plan: AnalyzePlan, judge: Judge) -> _Merge:
     """Read, judge and index every file on `plan.jobs` processes; merged in file order."""
     global _WORKER
-    judge = Judge(plan.judge.ruleset)
     _WORKER = _Worker(judge, plan.compare.keys(), fleet_cut(judge))
     files = list(plan.files)
     merge = _Merge()
@@ -307,10 +306,11 @@ def prepare(opts: AnalyzeOptions) -> AnalyzePlan:
 def analyze(opts: AnalyzeOptions, env: Env) -> int:
     """The whole analysis; returns its exit code."""
     plan = prepare(opts)
-    merge = stream(plan)
+    judge = Judge(plan.judge.ruleset)  # the workers' (forked) and, after them, the fleet rules'
+    merge = stream(plan, judge)
     report = Report(hosts=merge.hosts, generated_at=now_iso(), fail_on=plan.fail_on,
                     notes=[f"analyzed {len(plan.files)} saved snapshot files; no host was contacted"])
-    findings = merge.findings + Judge(plan.judge.ruleset).judge_fleet(merge.slices)
+    findings = merge.findings + judge.judge_fleet(merge.slices)
     labels = {h.name: dict(h.spec.labels) for h in merge.hosts}
     judge_stage.finish(plan.judge, report, findings, labels)
     if plan.compare.active:
