@@ -68,6 +68,15 @@ def _ethtool(raw: str) -> dict[str, Any]:
     return parse_network("@ eth0 driver=ena operstate= mtu=\n" + body)
 
 
+def _ena_in_tree(raw: str) -> dict[str, Any]:
+    """`uname -r` (the capture's first line, the release its report gives) and `ethtool -i` after it, as the
+    probe's network section carries them: the ENA facts of a host with no /sys/module/ena/version."""
+    release, _, info = raw.partition("\n")
+    body = probe_filter("info_lines", info)
+    return parse_network(f"@ eth0 driver=ena operstate= mtu=\n{body}@ \nena_module_version=\n"
+                         f"kernel_release={release}\n")["ena"]
+
+
 def _proc_stat(raw: str) -> dict[str, Any]:
     """One /proc/stat sample as the second sample after an all-zero first one (the counters at boot):
     per-core shares since boot, from however many columns that kernel prints (7 to 10)."""
@@ -82,6 +91,7 @@ FEEDS: dict[str, Callable[[str], Any]] = {
     "binaries_dpkg_owner": _dpkg_owner,
     "kernel_log": lambda raw: parse_kernel_log(probe_filter("trouble_lines", raw)),
     "network_ethtool": _ethtool,
+    "network_ena_intree": _ena_in_tree,
     "cgroups_proc": lambda raw: parse_cgroups(f"fstype=\nunified_fstype=\n--- proc_cgroups\n{raw}"),
     "cgroups_v2_stat": lambda raw: parse_cgroups(f"fstype=cgroup2fs\nunified_fstype=\n--- v2_stat\n{raw}"),
     "cpu_proc_stat": _proc_stat,
@@ -152,6 +162,30 @@ def test_ena_reset_written_reset_the_device_counts_once() -> None:
     area = REAL / "kernel_log"
     assert facts_of(area / "ena-2.4.0g-reset-completed.txt")["events"]["reset_triggered"] == 1
     assert facts_of(area / "ena-al2-lost-tx-reset.txt")["events"]["reset_triggered"] == 1  # reason + trigger line
+
+
+def test_lost_tx_completions_and_the_reset_they_trigger_are_counted() -> None:
+    # issue 19: `Found a Tx that wasn't completed on time` lines were dropped by the probe's filter
+    events = facts_of(REAL / "kernel_log" / "ena-soft-lockup-reset.txt")["events"]
+    assert events["tx_completion_missed"] == 4 and events["lost_tx_completions"] == 1
+    assert events["reset_triggered"] == 1  # reason line + `Trigger reset is on`: one reset
+    done = facts_of(REAL / "kernel_log" / "ena-2.4.0g-reset-completed.txt")["events"]
+    assert done["tx_completion_missed"] == 2 and done["reset_completed"] == 1 and done["reset_triggered"] == 1
+
+
+def test_in_tree_ena_reporting_the_kernel_release_has_no_version() -> None:
+    # issue 19: the kernel release was taken for the ENA version
+    for name in ("fedora40-kernel611-intree-325", "rhel84-kernel418-intree-184"):
+        ena = facts_of(REAL / "network_ena_intree" / f"{name}.txt")
+        assert (ena["version"], ena["in_tree"], ena["out_of_tree"]) == (None, True, False), name
+    versioned = facts_of(REAL / "network_ena_intree" / "centos74-ena-1.0.2-versioned-55.txt")
+    assert (versioned["version"], versioned["in_tree"]) == ("1.0.2", False)
+
+
+def test_proc_cgroups_alone_gives_the_memory_controller_total() -> None:
+    # issue 19: with no directory count the total was null although the file gives it
+    memory = facts_of(REAL / "cgroups_proc" / "centos7-memcg-full.txt")["memory"]
+    assert memory == {"num_cgroups": 65535, "live": None, "dying": None, "source": "proc_cgroups"}
 
 
 def test_oom_kill_wordings_of_kernels_3_to_5_and_memcg_are_counted() -> None:

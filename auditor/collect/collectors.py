@@ -17,7 +17,7 @@ from .parsers.network import parse_network
 from .parsers.os_release import parse_os
 from .parsers.packages import parse_packages
 from .parsers.systemd import parse_systemd
-from .sections import Section, TamperedOutput, kv_lines
+from .sections import Section, TamperedOutput, UnparsableOutput, kv_lines
 
 # Section statuses for "this facility is not on the host" (e.g. no systemctl; the probe and the image
 # reader) and for "a runtime fact, not applicable to an unbooted image" (the image reader only:
@@ -27,15 +27,28 @@ RC_OFFLINE = 5
 NOT_APPLICABLE_IMAGE = "not applicable to an unbooted image (runtime fact)"
 
 
+def _failed_rows(kind: str, key: str) -> Callable[[Any], list[str]]:
+    """Reasons of the rows (one binary, one interface) whose collection failed: `KIND[NAME]: error`."""
+    def failed(value: Any) -> list[str]:
+        rows = value.get(kind) if isinstance(value, dict) else value
+        return [f"{kind}[{row.get(key)}]: {row['error']}" for row in rows or ()
+                if isinstance(row, dict) and row.get("error")]
+    return failed
+
+
 @dataclass(frozen=True)
 class Collector:
-    """A fact area: the sections it needs (required first) and a pure parse function."""
+    """A fact area: the sections it needs (required first) and a pure parse function.
+
+    `row_failures` names the rows of a parsed area whose collection failed (one binary unhashed, one
+    interface whose ethtool failed): the other rows stand, the area is failed and the host incomplete."""
 
     area: str
     required: tuple[str, ...]
     optional: tuple[str, ...]
     parse: Callable[..., Any]
     unavailable: str = "not available on this host"
+    row_failures: Callable[[Any], list[str]] | None = None
 
 
 def _texts(sections: dict[str, Section], names: tuple[str, ...]) -> list[str]:
@@ -55,10 +68,11 @@ COLLECTORS: dict[str, Collector] = {
             "systemd is not running (no systemctl or not booted with systemd)",
         ),
         Collector("cgroups", ("cgroups",), (), parse_cgroups),
-        Collector("binaries", ("binaries",), (), parse_binaries),
+        Collector("binaries", ("binaries",), (), parse_binaries, row_failures=_failed_rows("binaries", "name")),
         Collector("ecs", ("ecs",), (), parse_ecs),
         Collector("hygiene", ("hygiene",), (), parse_hygiene),
-        Collector("network", ("network",), ("kernel_log",), parse_network),
+        Collector("network", ("network",), ("kernel_log",), parse_network,
+                  row_failures=_failed_rows("interfaces", "name")),
         Collector("cpu", ("cpu",), (), parse_cpu),
         Collector("cpu_stack", ("cpu_stack",), ("cpu",), parse_cpu_stack,
                   "kernel stacks not available on this host"),
@@ -82,37 +96,59 @@ class Collected:
 RC_TIMED_OUT = 124  # coreutils `timeout`
 
 
-def _section_failure(name: str, rc: int) -> str:
-    if rc == RC_TIMED_OUT:
-        return f"probe section {name!r} timed out on the host"
-    return f"probe section {name!r} failed with status {rc}"
+def _section_failure(section: Section) -> str:
+    """Why a section failed: the probe's reasons (the failing command and its first stderr line) first."""
+    if section.failures:
+        return f"probe section {section.name!r} failed: " + "; ".join(section.failures)[:600]
+    if section.rc == RC_TIMED_OUT:
+        return f"probe section {section.name!r} timed out on the host"
+    return f"probe section {section.name!r} failed with status {section.rc}"
+
+
+def _broken(section: Section | None, name: str) -> str | None:
+    """Why `section` cannot be used (missing, tampered with, cut off); None when it ended."""
+    if section is None:
+        return f"probe section {name!r} missing from output"
+    if section.problem:
+        return section.problem
+    if section.rc is None:
+        return f"probe section {name!r} was cut off (output truncated or probe killed)"
+    return None
 
 
 def run_collector(collector: Collector, sections: dict[str, Section]) -> Collected:
     """Parse one area; never raises."""
     for name in collector.required:
         section = sections.get(name)
-        if section is None:
-            return Collected(error=f"probe section {name!r} missing from output", failed=True)
+        if broken := _broken(section, name):
+            return Collected(error=broken, failed=True)
+        assert section is not None
+        if section.rc == RC_NOT_AVAILABLE and not section.failures:
+            reason = (kv_lines(section.body).get("reason") or "")[:200]
+            return Collected(error=f"{collector.unavailable}: {reason}" if reason else collector.unavailable)
+        if section.rc == RC_OFFLINE and not section.failures:
+            return Collected(error=NOT_APPLICABLE_IMAGE, not_applicable=True)
+        if section.rc != 0 or section.failures:  # a command failed: never an empty answer
+            return Collected(error=_section_failure(section), failed=True)
+    for name in collector.optional:
+        section = sections.get(name)
+        if section is None:  # an older probe or another producer (the image reader) may not print it
+            continue
         if section.problem:
             return Collected(error=section.problem, failed=True)
         if section.rc is None:
-            return Collected(error=f"probe section {name!r} was cut off (output truncated or probe killed)",
-                             failed=True)
-        if section.rc == RC_NOT_AVAILABLE:
-            reason = (kv_lines(section.body).get("reason") or "")[:200]
-            return Collected(error=f"{collector.unavailable}: {reason}" if reason else collector.unavailable)
-        if section.rc == RC_OFFLINE:
-            return Collected(error=NOT_APPLICABLE_IMAGE, not_applicable=True)
-        if section.rc != 0:
-            return Collected(error=_section_failure(name, section.rc), failed=True)
-    for name in collector.optional:
-        section = sections.get(name)
-        if section is not None and section.problem:
-            return Collected(error=section.problem, failed=True)
+            return Collected(error=_broken(section, name), failed=True)
+        if section.failures or section.rc not in (0, RC_NOT_AVAILABLE, RC_OFFLINE):
+            return Collected(error=_section_failure(section), failed=True)
     try:
-        return Collected(collector.parse(*_texts(sections, collector.required + collector.optional)))
+        value = collector.parse(*_texts(sections, collector.required + collector.optional))
     except TamperedOutput as exc:
         return Collected(error=f"output tampered with (not trusted): {exc}", failed=True)
+    except UnparsableOutput as exc:
+        return Collected(error=f"output unparsable: {exc}", failed=True)
     except Exception as exc:  # a parser bug must become an explicit unknown, never a crash
         return Collected(error=f"parser error: {type(exc).__name__}: {exc}", failed=True)
+    rows = collector.row_failures(value) if collector.row_failures else []
+    if rows:
+        return Collected(value, error="; ".join(rows)[:1000], failed=True)
+    return Collected(value)

@@ -46,6 +46,9 @@ SECTION_NAME = r"[a-z_]{1,64}"
 START_RE = re.compile(rf"^@@AMI-AUDITOR-SECTION (?P<nonce>[0-9a-f]{{{NONCE_HEX_LEN}}}) (?P<name>{SECTION_NAME})@@$")
 END_RE = re.compile(
     rf"^@@AMI-AUDITOR-END (?P<nonce>[0-9a-f]{{{NONCE_HEX_LEN}}}) (?P<name>{SECTION_NAME}) rc=(?P<rc>\d{{1,3}})@@$")
+# A command the probe checked failed inside a section (probe.sh `fail`): the reason, one line, host text
+# folded; taken out of the section's body, so no parser ever reads it as data.
+FAILED_RE = re.compile(rf"^@@AMI-AUDITOR-FAILED (?P<nonce>[0-9a-f]{{{NONCE_HEX_LEN}}}) (?P<reason>.{{0,2000}})@@$")
 DONE_RE = re.compile(rf"^@@AMI-AUDITOR-DONE (?P<nonce>[0-9a-f]{{{NONCE_HEX_LEN}}})@@$")
 
 

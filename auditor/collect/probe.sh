@@ -37,6 +37,14 @@ for a in "$@"; do  # binary names and paths only: a validated one never starts w
 done
 NL='
 '
+TAB='	'
+nospace() { # nospace TEXT: TEXT with its spaces shown as `?` (the shell alone)
+  _o=$1
+  while :; do
+    case $_o in *" "*) printf '%s?' "${_o%%" "*}"; _o=${_o#*" "} ;; *) break ;; esac
+  done
+  printf '%s' "$_o"
+}
 renice -n 19 -p $$ >/dev/null 2>&1
 ionice -c 3 -p $$ >/dev/null 2>&1
 umask 077
@@ -49,9 +57,15 @@ fi
 has() { command -v "$1" >/dev/null 2>&1; }
 sec() { printf '@@AMI-AUDITOR-SECTION %s %s@@\n' "$N" "$1"; }
 end() { printf '\n@@AMI-AUDITOR-END %s %s rc=%s@@\n' "$N" "$1" "$2"; }  # own line even after unterminated output
-oneline() { # oneline TEXT: TEXT with its newlines shown as `?` (no newline added)
-  case $1 in *"$NL"*) printf '%s' "$1" | tr '\n' '?' ;; *) printf '%s' "$1" ;; esac
+oneline() { # oneline TEXT: TEXT with its newlines shown as `?` (no newline added); the shell alone, so no
+  # failing tool can blank a host value
+  _o=$1
+  while :; do
+    case $_o in *"$NL"*) printf '%s?' "${_o%%"$NL"*}"; _o=${_o#*"$NL"} ;; *) break ;; esac
+  done
+  printf '%s' "$_o"
 }
+first() { printf '%s\n' "${1%%"$NL"*}"; }  # first TEXT: its first line (no tool that could fail)
 one() { oneline "$1"; echo; }  # one TEXT: TEXT as exactly one line
 put() { printf '%s=' "$1"; one "$2"; }  # put KEY VALUE: one `KEY=VALUE` line, whatever VALUE holds
 UNIT_FILES=
@@ -60,12 +74,90 @@ CPU_B=
 CPU_TA=
 CPU_THREADS=
 CPU_T0=0
-run() { # run NAME FUNC: one bounded section, stderr kept out of the parsed stream
-  sec "$1"; "$2"; end "$1" "$?"
+SEC_RC=0
+run() { # run NAME FUNC: one bounded section; its status is FUNC's, or that of a command `ck` saw fail
+  sec "$1"; SEC_RC=0; "$2"; _rc=$?; [ "$_rc" = 0 ] && _rc=$SEC_RC; end "$1" "$_rc"
 }
-catf() { [ -r "$1" ] && cat "$1"; }
-kv() { # kv KEY CMD...: one `KEY=value` line whatever CMD prints (trailing newlines dropped, others `?`)
-  _k=$1; shift; _v=$("$@" 2>/dev/null); put "$_k" "$_v"
+catf() { # catf FILE: FILE's text; nothing (status 0) when it does not exist; a failing read fails
+  [ -e "$1" ] || [ -L "$1" ] || return 0
+  cat "$1"
+}
+
+# Every command whose answer becomes a fact runs under `ck`/`ckf`: its exit status and first stderr line
+# are kept (a `$(cmd)` or `cmd | filter` would lose them), and a command that exists but fails makes its
+# section failed with that line as the reason, never an empty answer. Capture, then filter.
+# errsum < stderr lines then a last line with the status: `@@cap <nonce>`, the status, the first stderr
+# line not matching the fixed string $1 (bounded); a failure whose every stderr line matched $1 (a
+# benign, named condition such as a file vanishing mid-walk) counts as success.
+errsum() {
+  awk -v ign="${1:-}" -v n="$N" '
+    NR > 1 && prev != "" {
+      if (ign != "" && index(prev, ign)) benign++
+      else if (first == "") first = substr(prev, 1, 300)
+    }
+    { prev = $0 }
+    END {
+      rc = prev + 0
+      if (rc != 0 && first == "" && benign > 0) rc = 0
+      printf "\n@@cap %s\n%s\n%s", n, rc, first
+    }'
+}
+CAP= CAP_RC=0 CAP_ERR=
+cap_status() { # cap_status TEXT: CAP_RC and CAP_ERR from errsum's tail at the end of TEXT
+  case $1 in
+    *"$NL@@cap $N$NL"*) _t=${1##*"$NL@@cap $N$NL"}; CAP_RC=${_t%%"$NL"*}; CAP_ERR=${_t#*"$NL"} ;;
+    *) CAP_RC=255; CAP_ERR="no status came back (the status filter failed)" ;;  # fail closed
+  esac
+}
+cap() { # cap [-i IGNORE] CMD...: run CMD once; CAP = its stdout (trailing newlines dropped), CAP_RC, CAP_ERR
+  _ig=; [ "$1" = -i ] && { _ig=$2; shift 2; }
+  _cr=$( { { "$@" 2>&1 >&3 3>&-; printf '\n%s\n' "$?"; } | errsum "$_ig"; } 3>&1 )
+  CAP=${_cr%"$NL@@cap $N$NL"*}
+  while :; do case $CAP in *"$NL") CAP=${CAP%"$NL"} ;; *) break ;; esac; done  # as `$(…)` drops them
+  cap_status "$_cr"
+}
+why_failed() { # why_failed WHAT: FAIL_MSG says how WHAT failed (CAP_RC, CAP_ERR); FAIL_RC 124 timed out, else 1
+  case $CAP_RC in
+    124|137) FAIL_RC=124; FAIL_MSG="$1 timed out" ;;
+    *) FAIL_RC=1
+       if [ -n "$CAP_ERR" ]; then FAIL_MSG="$1: $CAP_ERR (status $CAP_RC)"
+       else FAIL_MSG="$1 failed with status $CAP_RC"; fi ;;
+  esac
+}
+fail() { # fail WHAT: this section failed because WHAT did: a nonce-framed line the parsers never see
+  # (collect/sections.py takes it out of the body), and the section's status
+  why_failed "$1"; SEC_RC=$FAIL_RC
+  printf '@@AMI-AUDITOR-FAILED %s ' "$N"; oneline "$FAIL_MSG"; printf '@@\n'
+}
+ck() { # ck [-i IGNORE] WHAT CMD...: cap CMD; on failure report it (fail WHAT) and return non-zero
+  _ig=; [ "$1" = -i ] && { _ig=$2; shift 2; }
+  _w=$1; shift
+  cap -i "$_ig" "$@"
+  [ "$CAP_RC" = 0 ] && return 0
+  fail "$_w"; return 1
+}
+ckf() { # ckf [-i IGNORE] FILTER WHAT CMD...: CMD's stdout streamed through FILTER (a function) into the
+  # section; its status and first stderr line checked as `ck` does (output too large to hold in a variable)
+  _ig=; [ "$1" = -i ] && { _ig=$2; shift 2; }
+  _f=$1; _w=$2; shift 2
+  { _cr=$( { { { "$@" 2>&1 >&3 3>&- 4>&- 5>&-; printf '\n%s\n' "$?"; } | errsum "$_ig" >&5; } 3>&1 |
+           "$_f" >&4; } 5>&1 ); } 4>&1
+  cap_status "$_cr"
+  [ "$CAP_RC" = 0 ] && return 0
+  fail "$_w"; return 1
+}
+rk() { # rk [-i IGNORE] WHAT CMD...: cap CMD for one row of a section (one binary): on failure a
+  # `failed=` line in the row (its area fails, the other rows stand) and non-zero
+  _ig=; [ "$1" = -i ] && { _ig=$2; shift 2; }
+  _w=$1; shift
+  cap -i "$_ig" "$@"
+  [ "$CAP_RC" = 0 ] && return 0
+  why_failed "$_w"; put failed "$FAIL_MSG"; return 1
+}
+kv() { # kv KEY CMD...: one `KEY=value` line of what CMD prints (trailing newlines dropped, others `?`)
+  _k=$1; shift
+  _c=$*; case $_c in "catf "*) _c="cat ${_c#catf }" ;; esac
+  ck "$_c" "$@"; put "$_k" "$CAP"
 }
 
 s_meta() {
@@ -98,7 +190,13 @@ s_imds() {
   return 0
 }
 
-s_os() { catf /etc/os-release || catf /usr/lib/os-release; }
+s_os() {
+  for f in /etc/os-release /usr/lib/os-release; do
+    [ -e "$f" ] || continue
+    ck "cat $f" cat "$f" || return; printf '%s\n' "$CAP"; return 0
+  done
+  return 3
+}
 
 s_kernel() {
   kv release uname -r
@@ -107,8 +205,9 @@ s_kernel() {
   kv cmdline catf /proc/cmdline
   kv thp_enabled catf /sys/kernel/mm/transparent_hugepage/enabled
   kv thp_defrag catf /sys/kernel/mm/transparent_hugepage/defrag
-  catf /proc/meminfo | meminfo_kv
-  printf 'nvidia_driver=%s\n' "$(catf /proc/driver/nvidia/version 2>/dev/null | head -n 1)"
+  ck "cat /proc/meminfo" cat /proc/meminfo; printf '%s\n' "$CAP" | meminfo_kv
+  ck "cat /proc/driver/nvidia/version" catf /proc/driver/nvidia/version
+  put nvidia_driver "${CAP%%"$NL"*}"
 }
 
 meminfo_kv() { # meminfo_kv < /proc/meminfo: `hugepages_total=N` and `mem_total_kb=N` (empty when absent)
@@ -118,40 +217,52 @@ meminfo_kv() { # meminfo_kv < /proc/meminfo: `hugepages_total=N` and `mem_total_
 s_sysctl() {
   # One grep over the chosen set: prints /proc/sys/PATH:VALUE lines.
   cd /proc/sys 2>/dev/null || return 3
-  grep -H '' kernel/pid_max kernel/threads-max kernel/panic kernel/numa_balancing \
+  # a key whose module is not loaded (bridge, conntrack) has no file: absent, not failed
+  ck -i 'No such file or directory' "grep /proc/sys" grep -H '' kernel/pid_max kernel/threads-max kernel/panic kernel/numa_balancing \
     vm/swappiness vm/max_map_count vm/overcommit_memory vm/min_free_kbytes \
     vm/dirty_ratio vm/dirty_background_ratio vm/zone_reclaim_mode \
     net/core/somaxconn net/core/netdev_max_backlog net/core/rmem_max net/core/wmem_max \
     net/ipv4/ip_forward net/ipv4/tcp_keepalive_time net/ipv4/ip_local_port_range \
     net/netfilter/nf_conntrack_max net/bridge/bridge-nf-call-iptables \
-    fs/file-max fs/inotify/max_user_watches fs/inotify/max_user_instances 2>/dev/null
+    fs/file-max fs/inotify/max_user_watches fs/inotify/max_user_instances
+  printf '%s\n' "$CAP"
   cd / || return 3
-  return 0
 }
 
 booted() { has systemctl && [ -d /run/systemd/system ]; }
 
 s_systemd_version() {
   has systemctl || return 3
-  v=$(T 5 systemctl --version) || return $?  # hung (124) or failing: an error, never "no version"
-  printf '%s\n' "$v" | head -n 1
+  ck "systemctl --version" T 5 systemctl --version || return
+  first "$CAP"
 }
 
 s_unit_files() {
   booted || return 3
-  UNIT_FILES=$(T 10 systemctl list-unit-files --no-legend --no-pager 2>/dev/null); rc=$?  # reused by s_units
+  ck "systemctl list-unit-files" T 10 systemctl list-unit-files --no-legend --no-pager || return
+  UNIT_FILES=$CAP  # reused by s_units
   printf '%s\n' "$UNIT_FILES"
-  case $rc in 124|137) return "$rc" ;; esac  # cut off by its timeout: the list is partial
 }
 
 s_units() {
   # Runtime state of loaded services/sockets/timers plus enabled unit files, in one `show` call.
   booted || return 3
-  {
-    T 10 systemctl list-units --all --no-legend --no-pager --plain \
-      --type=service,socket,timer,mount,path 2>/dev/null | awk '{print $1}'
-    printf '%s\n' "$UNIT_FILES" | awk '$2 == "enabled" {print $1}'
-  } | grep -v '@\.' | grep -v '^$' | sort -u | tr '\n' '\0' | T 20 xargs -0 -r systemctl show \
+  ck "systemctl list-units" T 10 systemctl list-units --all --no-legend --no-pager --plain \
+    --type=service,socket,timer,mount,path || return
+  ck "unit names" unit_names "$CAP" "$UNIT_FILES" || return
+  UNIT_NAMES=$CAP
+  ckf cat "systemctl show" show_units
+}
+UNIT_NAMES=
+unit_names() { # unit_names LIST_UNITS UNIT_FILES: loaded units and enabled unit files, once each, no templates
+  printf '%s\n@@\n%s\n' "$1" "$2" | awk '
+    $1 == "@@" { files = 1; next }
+    files && $2 != "enabled" { next }
+    $1 != "" && $1 !~ /@\./ && !seen[$1]++ { print $1 }'
+}
+show_units() { # the runtime state of UNIT_NAMES, each name one argument (NUL-separated for xargs; awk, whose
+  # failure every `ck` sees, rather than one more tool)
+  printf '%s\n' "$UNIT_NAMES" | awk 'NF { printf "%s%c", $0, 0 }' | T 20 xargs -0 -r systemctl show \
     -p Id,Description,LoadState,ActiveState,SubState,Result,NRestarts,Restart,ExecMainPID \
     -p ExecMainStatus,ExecMainCode,ExecMainStartTimestampMonotonic,ActiveEnterTimestampMonotonic \
     -p FragmentPath,UnitFileState,UnitFilePreset,Type,StartLimitBurst --
@@ -160,8 +271,7 @@ s_units() {
 s_restart_journal() {
   # Restart evidence from PID 1's journal this boot (the only source on systemd < 235).
   has journalctl || return 3
-  T 10 journalctl -b -q --no-pager -o cat _PID=1 2>/dev/null | restart_tally
-  return 0
+  ckf restart_tally "journalctl -b _PID=1" T 10 journalctl -b -q --no-pager -o cat _PID=1
 }
 
 restart_tally() { # restart_tally < PID 1's messages (-o cat): `UNIT COUNT` restarts per unit
@@ -176,10 +286,10 @@ restart_tally() { # restart_tally < PID 1's messages (-o cat): `UNIT COUNT` rest
 }
 
 s_cgroups() {
-  printf 'fstype='; stat -fc %T /sys/fs/cgroup 2>/dev/null || echo
-  printf 'unified_fstype='; stat -fc %T /sys/fs/cgroup/unified 2>/dev/null || echo
+  ck "stat -f /sys/fs/cgroup" stat -fc %T /sys/fs/cgroup; put fstype "$CAP"
+  cap stat -fc %T /sys/fs/cgroup/unified; put unified_fstype "$CAP"  # absent on v1 and v2: no fact to fail
   echo '--- proc_cgroups'
-  catf /proc/cgroups
+  ck "cat /proc/cgroups" catf /proc/cgroups; printf '%s\n' "$CAP"
   echo '--- v1_live'
   # v1 hierarchies only (they have a `tasks` file); one walk for all, following the top-level links
   # (cpu -> cpu,cpuacct) with -H. O(live cgroups); never touches memory.stat.
@@ -189,7 +299,7 @@ s_cgroups() {
   done
   if [ -n "$v1" ]; then
     # shellcheck disable=SC2086  # $v1 is a list of fixed controller names
-    (cd /sys/fs/cgroup && T 20 find -H $v1 -type d 2>/dev/null) | awk -F/ '{n[$1]++} END {for (c in n) print c, n[c]}'
+    ckf -i 'No such file or directory' count_dirs "find /sys/fs/cgroup" v1_dirs $v1
   fi
   echo '--- v2_stat'
   if [ -r /sys/fs/cgroup/cgroup.stat ]; then
@@ -197,13 +307,18 @@ s_cgroups() {
              /sys/fs/cgroup/kubepods*/cgroup.stat; do
       [ -r "$f" ] || continue
       one "@ ${f#/sys/fs/cgroup/}"
-      cat "$f"
+      ck "cat $f" cat "$f"; printf '%s\n' "$CAP"
     done
     echo '--- v2_controllers'
-    catf /sys/fs/cgroup/cgroup.controllers
+    ck "cat cgroup.controllers" catf /sys/fs/cgroup/cgroup.controllers; printf '%s\n' "$CAP"
   fi
   return 0
 }
+v1_dirs() { # v1_dirs CONTROLLER...: every cgroup directory of those v1 hierarchies (a cgroup removed
+  # mid-walk, as a crash loop does every few seconds, is no failure: `ckf -i` above)
+  cd /sys/fs/cgroup && T 20 find -H "$@" -type d
+}
+count_dirs() { awk -F/ '{n[$1]++} END {for (c in n) print c, n[c]}'; }  # count_dirs < paths: `CONTROLLER COUNT`
 
 unsafe_owner() { # unsafe_owner PATH: why PATH is not root-owned and root-only-writable (nothing when it is)
   _s=$(stat -c '%u %a' "$1" 2>/dev/null) || { printf 'cannot stat %s' "$1"; return 0; }
@@ -229,7 +344,7 @@ exec_refusal() { # exec_refusal FILE: why FILE (resolved) may not be run as root
 dpkg_owner_of() { # dpkg_owner_of < `dpkg-query -S` output: the owner field of the first owner line
   # (`pkg`, `pkg:arch` or `pkg-a, pkg-b`); diversion lines (`diversion by P from: F`, `diversion by P to: F`,
   # `local diversion from: F`, `local diversion to: F`) name no owner.
-  grep -v -e '^diversion by ' -e '^local diversion ' | head -n 1 | sed 's/: .*//'
+  awk '!/^diversion by / && !/^local diversion / { sub(/: .*/, ""); print; exit }'
 }
 
 s_binaries() {
@@ -253,27 +368,33 @@ s_binaries() {
     if [ -z "$p" ] || [ ! -f "$p" ]; then echo "found=0"; continue; fi
     echo "found=1"
     put path "$p"
-    rp=$(readlink -f "$p" 2>/dev/null)
+    rk "readlink -f" readlink -f "$p"; rp=$CAP
     put realpath "$rp"
-    put stat "$(stat -Lc '%s %Y %d %i %a %U' "$p" 2>/dev/null)"
-    put sha256 "$(T 20 sha256sum < "$p" 2>/dev/null | cut -d' ' -f1)"
+    rk stat stat -Lc '%s %Y %d %i %a %U' "$p"; put stat "$CAP"
+    rk "sha256 not computed: sha256sum" sha256_of "$p" || CAP=
+    put sha256 "${CAP%% *}"
     v= src=none
     if has dpkg-query && [ -d /var/lib/dpkg ]; then
       # one query for the path, its merged-/usr twin and its resolved target
       case $p in /usr/*) tw=${p#/usr} ;; *) tw=/usr$p ;; esac
-      o=$(T 10 dpkg-query -S "$p" "$tw" "${rp:-$p}" 2>/dev/null | dpkg_owner_of)
+      # a path no package owns is an answer (`no path found matching pattern`), not a failure
+      rk -i 'no path found matching pattern' "dpkg-query -S" T 10 dpkg-query -S "$p" "$tw" "${rp:-$p}" || CAP=
+      o=$(printf '%s\n' "$CAP" | dpkg_owner_of)
       if [ -n "$o" ]; then
         put dpkg_owner "$o"
         o=${o%%,*}
-        v=$(T 10 dpkg-query -W -f='${Version}' -- "$o" 2>/dev/null | head -n 1)
+        rk "dpkg-query -W $o" T 10 dpkg-query -W -f='${Version}' -- "$o" || CAP=
+        v=${CAP%%"$NL"*}
         put dpkg_version "$v"
       fi
     fi
     if has rpm; then
-      o=$(T 10 rpm -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p" 2>/dev/null | head -n 1)
-      case $o in
-        *"not owned"*|"") ;;
-        *) put rpm_owner "$o"; o=${o#*"	"}; v=${o%%"	"*} ;;
+      cap T 10 rpm -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p"
+      o=${CAP%%"$NL"*}
+      case $CAP_RC:$o in
+        1:*"not owned"*) ;;  # an answer: no package owns it (rpm says so on stdout, status 1)
+        0:?*) put rpm_owner "$o"; o=${o#*"	"}; v=${o%%"	"*} ;;
+        *) why_failed "rpm -qf"; put failed "$FAIL_MSG" ;;
       esac
     fi
     [ -n "$v" ] && src=package
@@ -286,8 +407,9 @@ s_binaries() {
       esac
       if [ -z "$why" ]; then
         case ${p##*/} in
-          nvidia-smi) ev=$(T 5 "$rp" --version 2>&1 | grep -i 'driver version' | head -n 1) ;;
-          *) ev=$(T 3 "$rp" --version 2>&1 | head -n 1) ;;
+          nvidia-smi) rk "$rp --version" T 5 "$rp" --version &&
+                        ev=$(printf '%s\n' "$CAP" | awk 'tolower($0) ~ /driver version/ { print; exit }') ;;
+          *) rk "$rp --version" T 3 "$rp" --version && ev=${CAP%%"$NL"*} ;;
         esac
         [ -n "$ev" ] && v=$ev && src=exec
       fi
@@ -296,19 +418,30 @@ s_binaries() {
     printf 'version_source=%s\n' "$src"
     [ -n "$why" ] && put version_refused "$why"
     n=${p##*/}
-    nre=$(printf '%s' "$n" | sed 's/[.+]/[&]/g')  # the validated name as a literal in the ERE below
+    nre=$(printf '%s' "$n" | awk '{ gsub(/[.+]/, "[&]"); printf "%s", $0 }')  # the validated name, literal in the ERE below
+    [ -n "$nre" ] || { CAP_RC=1 CAP_ERR="could not be quoted"; why_failed "binary name $n"; put failed "$FAIL_MSG"; }
     for f in /var/log/cloud-init-output.log /var/lib/cloud/instance/user-data.txt \
              /var/lib/cloud/instance/scripts/* /etc/eks/release /var/log/user-data.log; do
       [ -r "$f" ] || continue
-      fq=$(oneline "$f" | tr ' ' '?')  # a host-chosen file name: data only, one field
-      T 5 grep -ohE "(https?|s3)://[^ \"'<>]*/$nre([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$f" 2>/dev/null |
-        head -n 5 | while IFS= read -r u; do printf 'url=%s %s\n' "$fq" "$u"; done
+      fq=$(oneline "$f"); fq=$(nospace "$fq")  # a host-chosen file name: data only, one field
+      # grep: status 1 is "no match", an answer; -m 5 stops at the 5 lines the first 5 matches come from
+      cap T 5 grep -m 5 -ohE "(https?|s3)://[^ \"'<>]*/$nre([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$f"
+      case $CAP_RC in 0|1) ;; *) why_failed "grep $fq"; put failed "$FAIL_MSG" ;; esac
+      k=0
+      printf '%s\n' "$CAP" | while IFS= read -r u; do  # the first 5 (builtins only: nothing here can fail)
+        [ -n "$u" ] || continue
+        k=$((k + 1)); [ "$k" -le 5 ] || break
+        printf 'url=%s %s\n' "$fq" "$u"
+      done
     done
   done
   return 0
 }
 
-s_eks() { catf /etc/eks/release; return 0; }
+fingerprint() { printf '%s' "$1" | base64 -d 2>/dev/null | T 5 sha256sum; }  # fingerprint BASE64: of its bytes
+sha256_of() { T 20 sha256sum < "$1"; }  # sha256_of FILE: `DIGEST  -` (never the host-chosen name)
+
+s_eks() { ck "cat /etc/eks/release" catf /etc/eks/release; printf '%s\n' "$CAP"; }
 
 ecs_exits() { # ecs_exits < ecs-init.log: how many `Agent exited with code N` lines (ecs-init's supervisor
   # loop, engine.go), then `last_exit=` the newest one
@@ -318,31 +451,44 @@ ecs_exits() { # ecs_exits < ecs-init.log: how many `Agent exited with code N` li
 s_ecs() {
   if [ -r /etc/ecs/ecs.config ]; then
     echo "config_present=1"
-    grep -E '^[[:space:]]*ECS_CLUSTER=' /etc/ecs/ecs.config | tail -n 1 | sed 's/^[[:space:]]*/cluster_line=/'
+    cap grep -E '^[[:space:]]*ECS_CLUSTER=' /etc/ecs/ecs.config  # status 1: no such line, an answer
+    case $CAP_RC in 0|1) ;; *) fail "grep /etc/ecs/ecs.config" ;; esac
+    printf '%s\n' "$CAP" | awk 'NF { l = $0 } END { if (l != "") { sub(/^[[:space:]]*/, "", l); print "cluster_line=" l } }'
   else
     echo "config_present=0"
   fi
   for f in /var/log/ecs/ecs-init.log /var/log/ecs/ecs-init.log.*; do
-    [ -r "$f" ] || continue
+    [ -f "$f" ] && [ -r "$f" ] || continue
+    ck "read $f" ecs_exits_of "$f" || continue
     printf 'log='; oneline "$f"; printf ' '
-    ecs_exits < "$f"
+    printf '%s\n' "$CAP"
   done
   if has docker; then
-    T 5 docker inspect -f 'agent_started={{.State.StartedAt}} agent_status={{.State.Status}} agent_restarts={{.RestartCount}}' ecs-agent 2>/dev/null
+    cap T 5 docker inspect -f 'agent_started={{.State.StartedAt}} agent_status={{.State.Status}} agent_restarts={{.RestartCount}}' ecs-agent
+    case $CAP_RC:$CAP_ERR in
+      0:*) printf '%s\n' "$CAP" ;;
+      *"No such object"*) ;;  # no agent container: an answer
+      *"Cannot connect to the Docker daemon"*) echo "docker_daemon=not running" ;;  # an answer too
+      *) fail "docker inspect ecs-agent" ;;
+    esac
   fi
   return 0
 }
+ecs_exits_of() { ecs_exits < "$1"; }
 
 s_hygiene() {
   # What an image must not carry (rules/image.yaml), as metadata only: paths, sizes, counts, kinds and
   # host key fingerprints (of the public half). No private key, history, credential or token content is
   # ever printed: greps here only answer yes/no (-q) or a count (-c). Paths come last on a line, one line.
   echo "image=0"
-  printf 'cloud_instances='; ls -A /var/lib/cloud/instances 2>/dev/null | wc -l
+  CAP=
+  [ -d /var/lib/cloud/instances ] && ck "ls /var/lib/cloud/instances" ls -A /var/lib/cloud/instances
+  printf 'cloud_instances='; printf '%s' "$CAP" | grep -c .
   m=absent
   if [ -f /etc/machine-id ]; then
-    case $(head -c 64 /etc/machine-id 2>/dev/null | head -n 1 | tr -d ' \t') in
-      '') m=empty ;; uninitialized) m=uninitialized ;; *) m=populated ;;
+    ck "read /etc/machine-id" head -c 64 /etc/machine-id
+    case ${CAP%%"$NL"*} in
+      *uninitialized*) m=uninitialized ;; *[!"$TAB "]*) m=populated ;; *) m=empty ;;
     esac
   fi
   printf 'machine_id_state=%s\n' "$m"
@@ -352,20 +498,24 @@ s_hygiene() {
     b=$(head -c 65536 "$f.pub" 2>/dev/null | awk 'NR == 1 {print $2; exit}')
     case $b in
       ''|*[!A-Za-z0-9+/=]*) fp=- ;;
-      *) fp=$(printf '%s' "$b" | base64 -d 2>/dev/null | sha256sum | cut -d' ' -f1) ;;
+      *) ck "sha256sum of $(oneline "$f").pub" fingerprint "$b"; fp=${CAP%% *} ;;
     esac
-    printf 'key\t%s\t%s\t' "$(oneline "$t" | tr '\t' ' ')" "$fp"; one "$f"
+    case $t in *"$TAB"*|*"$NL"*) t=unknown ;; esac  # a name the key type cannot be read from
+    printf 'key\t%s\t%s\t' "$t" "$fp"; one "$f"
   done
   for f in /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; do
     [ -f "$f" ] || continue
-    printf 'authorized\t%s\t' "$(grep -cvE '^[[:space:]]*(#|$)' "$f" 2>/dev/null)"; one "$f"
+    cap grep -cvE '^[[:space:]]*(#|$)' "$f"  # status 1: a count of 0, an answer
+    case $CAP_RC in 0|1) ;; *) fail "grep $(oneline "$f")" ;; esac
+    printf 'authorized\t%s\t' "$CAP"; one "$f"
   done
   for h in /root /home/*; do
     [ -d "$h" ] || continue
     for n in .bash_history .zsh_history .ash_history .sh_history .python_history .mysql_history \
              .psql_history .lesshst .viminfo; do
       [ -f "$h/$n" ] || continue
-      printf 'history\t%s\t' "$(stat -c '%s' "$h/$n" 2>/dev/null)"; one "$h/$n"
+      ck "stat $(oneline "$h/$n")" stat -c '%s' "$h/$n"
+      printf 'history\t%s\t' "$CAP"; one "$h/$n"
     done
     [ -s "$h/.aws/credentials" ] && { printf 'credential\taws-credentials\t'; one "$h/.aws/credentials"; }
     [ -f "$h/.aws/config" ] && head -c 1048576 "$h/.aws/config" |
@@ -387,7 +537,12 @@ s_hygiene() {
   done
   for d in /var/cache/apt /var/lib/apt/lists /var/cache/yum /var/cache/dnf; do
     [ -d "$d" ] || continue
-    printf 'cache\t%s\t' "$(T 10 du -sk "$d" 2>/dev/null | cut -f1)"; one "$d"
+    kb=
+    if ck -i 'No such file or directory' "du -sk $d" T 10 du -sk "$d"; then  # a file removed mid-walk: no failure
+      kb=${CAP%%"$TAB"*}
+      case $kb in ''|*[!0-9]*) kb=; CAP_RC=1 CAP_ERR="printed no size"; fail "du -sk $d" ;; esac
+    fi
+    printf 'cache\t%s\t' "$kb"; one "$d"
   done
   return 0
 }
@@ -401,29 +556,49 @@ s_network() {
   for i in /sys/class/net/*; do
     n=${i##*/}
     [ "$n" = lo ] && continue
-    drv=$(basename "$(readlink "$i/device/driver/module" 2>/dev/null)" 2>/dev/null)
-    one "@ $n driver=${drv:-none} operstate=$(catf "$i/operstate") mtu=$(catf "$i/mtu")"
+    # the driver's module (ena), or the driver itself when it is built into the kernel (virtio_net);
+    # neither link: a virtual device, no driver
+    CAP=
+    for l in "$i/device/driver/module" "$i/device/driver"; do
+      [ -L "$l" ] || continue
+      ck "readlink $l" readlink "$l"; break
+    done
+    drv=${CAP##*/}
+    ck "cat $i/operstate" catf "$i/operstate"; st=$CAP
+    ck "cat $i/mtu" catf "$i/mtu"
+    one "@ $n driver=${drv:-none} operstate=$st mtu=$CAP"
     [ -n "$drv" ] || continue
-    if has ethtool; then
-      T 3 ethtool -i "$n" 2>/dev/null | info_lines
-      T 3 ethtool -S "$n" 2>/dev/null | stat_lines
-    fi
+    has ethtool || { echo "ethtool=absent"; continue; }  # not installed: no driver details, an answer
+    # a failing ethtool fails this interface's row (`failed=`); a device without them has no stats
+    rk "ethtool -i $n" T 3 ethtool -i "$n" && printf '%s\n' "$CAP" | info_lines
+    cap T 3 ethtool -S "$n"
+    case $CAP_RC:$CAP_ERR:$CAP in
+      0:*) _s=$(printf '%s\n' "$CAP" | stat_lines)  # answered: counters, or output that is none
+           if [ -n "$_s" ]; then printf '%s\n' "$_s"; else put failed "ethtool -S $n printed no counter"; fi ;;
+      *"no stats available"*|*"Operation not supported"*) echo "stats=unsupported" ;;
+      *) why_failed "ethtool -S $n"; put failed "$FAIL_MSG" ;;
+    esac
   done
-  printf 'ena_module_version='; catf /sys/module/ena/version || echo
+  echo '@ '  # the interface blocks end here (a bare `@ ` names no interface)
+  ck "cat /sys/module/ena/version" catf /sys/module/ena/version; put ena_module_version "$CAP"
+  # in-tree drivers without a version of their own report the kernel release in `ethtool -i`
+  kv kernel_release uname -r
   return 0
 }
 
 s_kernel_log() {
-  # Driver trouble only (ENA resets, watchdogs, OOM), newest last, bounded.
-  if has journalctl && T 10 journalctl -k -b -q --no-pager -o short-monotonic 2>/dev/null | trouble_lines; then
-    return 0
+  # Driver trouble only (ENA resets, watchdogs, OOM), newest last, bounded. The journal first; dmesg when
+  # there is no journalctl or it fails (the section fails only when neither can be read).
+  if has journalctl; then
+    cap T 10 journalctl -k -b -q --no-pager -o short-monotonic
+    if [ "$CAP_RC" = 0 ]; then printf '%s\n' "$CAP" | trouble_lines; return 0; fi
   fi
-  T 10 dmesg 2>/dev/null | trouble_lines
-  return 0
+  has dmesg || { fail "journalctl -k"; return; }
+  ckf trouble_lines dmesg T 10 dmesg
 }
 
 trouble_lines() { # trouble_lines < kernel log: the newest 200 lines naming driver trouble
-  pat='TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Device reset completed|ena .*[Rr]eset|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
+  pat='TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Resetting the device|Device reset completed|ena .*[Rr]eset|Found a Tx that wasn.t completed on time|lost tx completions is above the threshold|Lost TX completions are above the threshold|ena_com_wait_and_process_admin_cq|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
   grep -E "$pat" | tail -n 200
 }
 
@@ -527,15 +702,17 @@ s_cpu_stack() {
 s_packages() {
   if has dpkg-query && [ -d /var/lib/dpkg ]; then
     echo "manager=dpkg"
-    T 20 dpkg-query -W -f='${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n' 2>/dev/null |
-      awk -F'\t' '$1 ~ /^ii/ {print $2 "\t" $3 "\t" $4}'
+    ckf installed_rows "dpkg-query -W" \
+      T 20 dpkg-query -W -f='${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n'
   elif has rpm; then
     echo "manager=rpm"
-    T 30 rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n' 2>/dev/null
+    ckf cat "rpm -qa" T 30 rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n'
   else
     return 3
   fi
 }
+
+installed_rows() { awk -F'\t' '$1 ~ /^ii/ {print $2 "\t" $3 "\t" $4}'; }  # < dpkg-query -W rows
 
 cpu_begin
 run meta s_meta

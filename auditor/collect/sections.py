@@ -13,7 +13,7 @@ import hmac
 import re
 from dataclasses import dataclass
 
-from .framing import DONE_RE, END_RE, START_RE
+from .framing import DONE_RE, END_RE, FAILED_RE, START_RE
 
 MARKER_PREFIX = "@@AMI-AUDITOR-"  # START_RE, END_RE and DONE_RE all begin with it (a test checks)
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -23,16 +23,23 @@ class TamperedOutput(ValueError):
     """Probe output whose structure a host could only produce by forging it (e.g. a repeated key)."""
 
 
+class UnparsableOutput(ValueError):
+    """A command answered (status 0) with text that is not its output format: a broken or replaced tool,
+    never an empty answer."""
+
+
 @dataclass(frozen=True)
 class Section:
     """One section of probe output: its text and the shell status it ended with (None: cut off).
 
-    `problem` is set when the section cannot be trusted (it appeared more than once)."""
+    `problem` is set when the section cannot be trusted (it appeared more than once); `failures` are the
+    reasons the probe gave for commands that failed in it (its FAILED lines, not part of `body`)."""
 
     name: str
     body: str
     rc: int | None
     problem: str | None = None
+    failures: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -55,6 +62,7 @@ def split_sections(raw: str, nonce: str) -> tuple[dict[str, Section], bool]:
     seen: dict[str, int] = {}
     name: str | None = None
     lines: list[str] = []
+    failures: list[str] = []
     done = False
 
     def keep(section: Section) -> None:
@@ -64,6 +72,10 @@ def split_sections(raw: str, nonce: str) -> tuple[dict[str, Section], bool]:
                               f"probe section {section.name!r} appeared {seen[section.name]} times: "
                               "output tampered with (not trusted)")
         sections[section.name] = section
+
+    def close(rc: int | None) -> None:
+        assert name is not None
+        keep(Section(name, "\n".join(lines), rc, failures=tuple(failures)))
 
     clean = _clean if _OTHER_BREAKS.search(raw) else None  # most outputs have nothing to neutralize
     for line in raw.split("\n"):
@@ -75,7 +87,7 @@ def split_sections(raw: str, nonce: str) -> tuple[dict[str, Section], bool]:
             m = START_RE.match(line)
             if _is(m, nonce):
                 assert m is not None
-                name, lines = m.group("name"), []
+                name, lines, failures = m.group("name"), [], []
             elif _is(DONE_RE.match(line), nonce):
                 done = True
             continue
@@ -83,17 +95,19 @@ def split_sections(raw: str, nonce: str) -> tuple[dict[str, Section], bool]:
         if _is(m, nonce) and m is not None and m.group("name") == name:
             if lines and lines[-1] == "":  # the newline the probe puts before every end marker
                 lines.pop()
-            keep(Section(name, "\n".join(lines), int(m.group("rc"))))
+            close(int(m.group("rc")))
             name = None
         elif _is(START_RE.match(line), nonce):  # a new section before this one ended: this one was cut
-            keep(Section(name, "\n".join(lines), None))
+            close(None)
             m2 = START_RE.match(line)
             assert m2 is not None
-            name, lines = m2.group("name"), []
+            name, lines, failures = m2.group("name"), [], []
+        elif _is(f := FAILED_RE.match(line), nonce) and f is not None:
+            failures.append(_clean(f.group("reason")))
         else:
             lines.append(clean(line) if clean else line)
     if name is not None:  # output cut off mid-section
-        keep(Section(name, "\n".join(lines), None))
+        close(None)
     return sections, done
 
 

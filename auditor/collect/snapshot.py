@@ -30,7 +30,8 @@ def now_iso() -> str:
 
 def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
                    collected_at: str | None = None) -> dict[str, Any]:
-    """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None`; an area that does
+    """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None` (the other rows' facts
+    when only some rows failed, such as one binary left unhashed); an area that does
     not apply to the target (runtime facts of an image) is `not_applicable[area]` (why) and `facts[area] = None`.
 
     `nonce` is the one this run handed the probe (collect/framing.py): only its markers count."""

@@ -5,12 +5,14 @@ the probe prints each once and folds newlines in host values, so only a forgery 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..sections import TamperedOutput, blocks, to_int
 
 _SOURCES = ("package", "exec", "none")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SIDE_FILES = (".sha256", ".sha256sum", ".sha512", ".md5", ".asc", ".sig")
 
 
@@ -32,9 +34,12 @@ def _dpkg_owner(field: str) -> str | None:
 def _binary(header: str, lines: list[str]) -> dict[str, Any]:
     fields: dict[str, str] = {}
     evidence: list[dict[str, str]] = []
+    failures: list[str] = []  # what could not be read for this binary (the probe's or image reader's `failed=`)
     for line in lines:
         key, _, value = line.partition("=")
-        if key == "url":
+        if key == "failed":
+            failures.append(value.strip())
+        elif key == "url":
             file, _, url = value.partition(" ")
             url = url.strip().rstrip("\"'<> ")
             if url and {"file": file, "url": url} not in evidence:
@@ -47,6 +52,13 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
     if fields.get("found") != "1":
         return {"name": name, "requested": header, "found": False}
     stat = (fields.get("stat") or "").split()
+    if stat and not (len(stat) == 6 and all(c.isdigit() for c in stat[:4])):
+        failures.append(f"stat printed {fields['stat'][:60]!r}, not `SIZE MTIME DEV INODE MODE OWNER`")
+        stat = []
+    sha256 = fields.get("sha256") or None
+    if sha256 and not _SHA256.match(sha256):
+        failures.append(f"sha256sum printed {sha256[:60]!r}, not a digest")
+        sha256 = None
     package: str | None = None
     version_pkg: str | None = None
     manager: str | None = None
@@ -71,7 +83,7 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
         "mtime": to_int(stat[1]) if len(stat) > 1 else None,
         "mode": stat[4] if len(stat) > 4 else None,
         "owner_user": stat[5] if len(stat) > 5 else None,
-        "sha256": fields.get("sha256") or None,
+        "sha256": sha256,
         "package": package,
         "package_version": version_pkg,
         "package_manager": manager,
@@ -81,6 +93,7 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
         "source_url": source_url,
         "source_host": urlsplit(source_url).hostname if source_url else None,
         "evidence": evidence,
+        "error": "; ".join(failures)[:600] or None,
     }
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ..sections import blocks, kv_lines, subsections, to_int
+from ..sections import UnparsableOutput, blocks, kv_lines, subsections, to_int
+
+
+_FSTYPE = re.compile(r"^[a-z0-9_/]{1,32}$")  # tmpfs, cgroup2fs, cgroup
 
 
 def _mode(fstype: str, unified: str) -> str | None:
@@ -39,9 +43,15 @@ def _v2_stats(text: str) -> list[dict[str, Any]]:
 def parse_cgroups(text: str) -> dict[str, Any]:
     parts = subsections(text)
     head = kv_lines(parts.get("", ""))
+    for key in ("fstype", "unified_fstype"):  # `stat -fc %T` prints one file system type name, or nothing
+        if head.get(key) and not _FSTYPE.match(head[key]):
+            raise UnparsableOutput(f"stat -f printed {head[key][:60]!r}, not a file system type")
     mode = _mode(head.get("fstype", ""), head.get("unified_fstype", ""))
     proc = _proc_cgroups(parts.get("proc_cgroups", ""))
     live = {k: to_int(v) for k, v in kv_lines(parts.get("v1_live", ""), sep=" ").items()}
+    if junk := [k for k, v in live.items() if v is None or (proc and k not in proc)]:
+        # the walk prints `CONTROLLER COUNT` for the controllers /proc/cgroups lists, nothing else
+        raise UnparsableOutput(f"cgroup directory walk printed {junk[0][:60]!r}, not a controller count")
     controllers = []
     for name, row in sorted(proc.items()):
         n_live = live.get(name)
@@ -51,12 +61,13 @@ def parse_cgroups(text: str) -> dict[str, Any]:
     memory: dict[str, Any] = {"num_cgroups": None, "live": None, "dying": None, "source": None}
     mem_row = proc.get("memory")
     total, live_memcgs = (mem_row["num_cgroups"], live.get("memory")) if mem_row else (None, None)
-    if mode in ("v1", "hybrid") and mem_row and mem_row["hierarchy"] and total is not None \
-            and live_memcgs is not None:
+    if mode != "v2" and mem_row and mem_row["hierarchy"] and total is not None:
+        # /proc/cgroups alone (no directory count: a capture, or a host whose mode is unknown) still gives
+        # the memory controller's total of live and dying cgroups; which part is dying needs the count
         memory = {
             "num_cgroups": total,
             "live": live_memcgs,
-            "dying": max(total - live_memcgs, 0),
+            "dying": max(total - live_memcgs, 0) if live_memcgs is not None else None,
             "source": "proc_cgroups",
         }
     elif mode == "v2" and (root := next((r for r in v2 if r["path"] == "/"), None)):

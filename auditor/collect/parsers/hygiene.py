@@ -11,7 +11,7 @@ import base64
 import re
 from typing import Any
 
-from ..sections import kv_lines, to_int
+from ..sections import UnparsableOutput, kv_lines, to_int
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _KEY_TYPE = re.compile(r"^[a-z0-9-]{1,32}$")
@@ -43,6 +43,8 @@ def parse_hygiene(text: str) -> dict[str, Any]:
             path = fields[-1]
             if kind == "key":
                 key_type = fields[0] if _KEY_TYPE.match(fields[0]) else "unknown"
+                if fields[1] not in ("", "-") and fingerprint(fields[1]) is None:  # `-`: no usable .pub
+                    raise UnparsableOutput(f"sha256sum printed {fields[1][:60]!r} for {path}.pub, not a digest")
                 keys[path] = {"path": path, "type": key_type, "fingerprint": fingerprint(fields[1])}
             elif kind == "authorized":
                 authorized[path] = {"path": path, "keys": to_int(fields[0])}
@@ -50,6 +52,8 @@ def parse_hygiene(text: str) -> dict[str, Any]:
                 histories[path] = {"path": path, "bytes": to_int(fields[0])}
             elif kind == "cache":
                 kb = to_int(fields[0])
+                if kb is None and fields[0]:
+                    raise UnparsableOutput(f"du printed {fields[0][:60]!r} for {path}, not a size")
                 caches[path] = {"path": path, "mb": None if kb is None else round(kb / 1024, 1)}
             elif fields[0] in CREDENTIAL_KINDS:
                 credentials.setdefault(path, set()).add(fields[0])

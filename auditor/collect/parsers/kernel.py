@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..sections import kv_lines, to_int
+from ..sections import UnparsableOutput, kv_lines, to_int
 
 _BRACKETED = re.compile(r"\[([^\]]+)\]")
 
@@ -18,6 +18,9 @@ def selected(value: str | None) -> str | None:
     return m.group(1) if m else value.strip()
 
 
+_RELEASE = re.compile(r"^\d+\.\d+")  # 6.1.0-27-cloud-amd64, 5.10.228-219.884.amzn2.x86_64
+
+
 def parse_kernel(text: str, sysctl_text: str = "") -> dict[str, Any]:
     kv = kv_lines(text)
     sysctls: dict[str, str] = {}
@@ -25,8 +28,11 @@ def parse_kernel(text: str, sysctl_text: str = "") -> dict[str, Any]:
         if ":" in line:
             path, value = line.split(":", 1)
             sysctls[path.strip().replace("/", ".")] = " ".join(value.split())
+    release = kv.get("release") or None
+    if release and not _RELEASE.match(release):
+        raise UnparsableOutput(f"uname -r printed {release[:60]!r}, not a kernel release")
     return {
-        "release": kv.get("release") or None,
+        "release": release,
         "version": kv.get("version") or None,
         "machine": kv.get("machine") or None,
         "cmdline": kv.get("cmdline") or None,

@@ -13,8 +13,19 @@ KERNEL_LOG_EVENTS: dict[str, re.Pattern[str]] = {
     "napi_not_called": re.compile(r"napi handler hasn.t been called"),
     "keep_alive_timeout": re.compile(r"Keep alive watchdog timeout"),
     "reset_triggered": re.compile(r"Trigger reset is on"),
-    "reset_reason": re.compile(r"Reset the device"),  # `… is above the threshold (N > M). Reset the device`
+    # What makes the driver reset the device, each printed once per reset: the keep-alive watchdog, lost
+    # TX completions over the threshold (`The number of lost tx completions is above the threshold (N > M).
+    # Reset the device`, newer `Lost TX completions are above the threshold (N > M). … Resetting the device`)
+    "reset_reason": re.compile(r"Reset the device|Resetting the device|lost tx completions is above the threshold"
+                               r"|Lost TX completions are above the threshold|Keep alive watchdog timeout"),
     "reset_completed": re.compile(r"Device reset completed"),
+    # one line per TX packet the driver found not completed in time (the count that trips the reset above)
+    "tx_completion_missed": re.compile(r"Found a Tx that wasn.t completed on time"),
+    "lost_tx_completions": re.compile(r"lost tx completions is above the threshold"
+                                      r"|Lost TX completions are above the threshold"),
+    # the admin queue did not answer (`ena_com_wait_and_process_admin_cq_polling: Wait for completion
+    # (polling) timeout`, `… interrupts …`): the device is unresponsive
+    "admin_queue_timeout": re.compile(r"ena_com_wait_and_process_admin_cq"),
     "netdev_watchdog": re.compile(r"NETDEV WATCHDOG"),
     # 3.10-5.0 `Out of memory: Kill process N (comm) score S or sacrifice child` (then a bare `Killed
     # process N …` line, not counted again); 5.1+ `Out of memory: Killed process N (comm) total-vm:…`;
@@ -30,9 +41,17 @@ def _interface(header: str, lines: list[str]) -> dict[str, Any]:
     attrs = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
     info: dict[str, str] = {}
     stats: dict[str, int] = {}
+    failures: list[str] = []
+    stats_available = True
     for line in lines:
-        if line.startswith("info "):
-            key, _, value = line[5:].partition(":")
+        if line.startswith("failed="):  # the probe's ethtool for this interface failed
+            failures.append(line[7:].strip())
+        elif line in ("stats=unsupported", "ethtool=absent"):  # an answer: no counters to read
+            stats_available = False
+        elif line.startswith("info "):
+            key, colon, value = line[5:].partition(":")
+            if not colon and line[5:].strip():
+                failures.append(f"ethtool -i printed {line[5:][:60]!r}, not `key: value`")
             info[key.strip()] = value.strip()
         elif line.startswith("stat "):
             cols = line.split()
@@ -49,16 +68,19 @@ def _interface(header: str, lines: list[str]) -> dict[str, Any]:
         "operstate": attrs.get("operstate") or None,
         "mtu": to_int(attrs.get("mtu")),
         "stats": stats,
+        "stats_available": stats_available and not failures,
+        "error": "; ".join(failures)[:600] or None,
     }
 
 
 def parse_kernel_log(text: str) -> dict[str, Any]:
     lines = [line for line in text.splitlines() if line.strip()]
     counts = {name: sum(1 for line in lines if pat.search(line)) for name, pat in KERNEL_LOG_EVENTS.items()}
-    # One reset prints its reason (`… Reset the device`) and then `Trigger reset is on`; either may be all a
-    # log kept (ring buffer, a pasted excerpt), so a reset counts once: the larger of the two tallies.
+    # One reset prints its reason (`… Reset the device`, a keep-alive timeout), then `Trigger reset is on`,
+    # then `Device reset completed`; any one may be all a log kept (ring buffer, a pasted excerpt), so a
+    # reset counts once: the largest of the three tallies.
     reasons = counts.pop("reset_reason")
-    counts["reset_triggered"] = max(counts["reset_triggered"], reasons)
+    counts["reset_triggered"] = max(counts["reset_triggered"], reasons, counts["reset_completed"])
     return {"events": counts, "lines": lines[-20:]}
 
 
@@ -67,18 +89,25 @@ def parse_network(text: str, kernel_log_text: str = "") -> dict[str, Any]:
     names = [i["name"] for i in interfaces]
     if len(set(names)) != len(names):  # the kernel keeps names unique and newline-free: only a forgery repeats one
         raise TamperedOutput("an interface appears twice")
-    module_version = None
+    module_version = kernel_release = None
     for line in text.splitlines():
         if line.startswith("ena_module_version="):
             module_version = line.split("=", 1)[1].strip() or None
+        elif line.startswith("kernel_release="):
+            kernel_release = line.split("=", 1)[1].strip() or None
     ena = [i for i in interfaces if i["driver"] == "ena"]
-    ena_version = module_version or next((i["driver_version"] for i in ena if i["driver_version"]), None)
+    reported = next((i["driver_version"] for i in ena if i["driver_version"]), None)
+    # An in-tree driver without a version of its own (Ubuntu's and AL2023's AWS kernels) reports the kernel
+    # release in `ethtool -i`: that is no ENA version, and no module version file exists for it.
+    in_tree = module_version is None and reported is not None and reported == kernel_release
+    ena_version = module_version or (None if in_tree else reported)
     return {
         "interfaces": sorted(interfaces, key=lambda i: i["name"]),
         "ena": {
             "present": bool(ena) or module_version is not None,
             "version": ena_version,
             "out_of_tree": bool(ena_version and ena_version.endswith("g")),
+            "in_tree": in_tree,
         },
         "kernel_log": parse_kernel_log(kernel_log_text),
     }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..sections import UnparsableOutput
+
 
 def parse_packages(text: str) -> dict[str, Any]:
     manager = None
@@ -16,6 +18,8 @@ def parse_packages(text: str) -> dict[str, Any]:
         if len(cols) >= 2 and cols[0]:
             arch = cols[2] if len(cols) > 2 else ""
             items[(cols[0], arch)] = {"name": cols[0], "version": cols[1], "arch": arch}
+    if manager and not items:  # a system run by dpkg or rpm has packages installed: none is no answer
+        raise UnparsableOutput(f"the {manager} package list has no installed package row")
     rows = sorted(items.values(), key=lambda r: (r["name"], r["arch"]))
     names = [r["name"] for r in rows]
     for row in rows:  # multiarch: keep the key unique (`libc6:i386`)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..sections import to_int
+from ..sections import UnparsableOutput, to_int
 
 _VERSION = re.compile(r"^systemd (\d+)")
 
 
 def parse_version(text: str) -> int | None:
     m = _VERSION.match(text.strip())
+    if not m and text.strip():
+        raise UnparsableOutput(f"systemctl --version printed {text.strip()[:80]!r}, not `systemd N`")
     return int(m.group(1)) if m else None
 
 
@@ -30,6 +32,8 @@ def parse_unit_files(text: str) -> list[dict[str, Any]]:
             continue
         preset = cols[2] if len(cols) > 2 and cols[2] != "-" else None
         rows.append({"name": cols[0], "state": cols[1], "preset": preset})
+    if not rows and text.strip():  # every system has unit files: text with none is no listing
+        raise UnparsableOutput("systemctl list-unit-files printed no unit file row")
     return sorted(rows, key=lambda r: r["name"])
 
 
@@ -48,7 +52,10 @@ def parse_show(text: str) -> list[dict[str, str]]:
             current[key] = value
     if current:
         blocks.append(current)
-    return [b for b in blocks if b.get("Id")]
+    units = [b for b in blocks if b.get("Id")]
+    if not units and text.strip():
+        raise UnparsableOutput("systemctl show printed no `Id=` block")
+    return units
 
 
 def parse_journal_restarts(text: str) -> dict[str, int]:
