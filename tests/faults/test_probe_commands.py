@@ -22,7 +22,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,11 +84,15 @@ FACILITIES: dict[str, Facility] = {
 }
 # The probe's own toolkit (text tools and process helpers). Their failure must never change a fact
 # silently: the host is incomplete, or every fact a clean run gives is unchanged.
-TOOLKIT = frozenset("""awk base64 cat cut date grep head id ionice ls readlink renice sed sleep sort
-    tail timeout tr xargs""".split())
+TOOLKIT = frozenset([
+    "awk", "base64", "cat", "cut", "date", "grep", "head", "id", "ionice", "ls", "readlink", "renice", "sed",
+    "sleep", "sort", "tail", "timeout", "tr", "xargs",
+])
 # Binaries the probe fingerprints, and runs only with --exec-versions: never run by default.
-KEY_BINARIES = frozenset("""kubelet kubectl kube-proxy containerd dockerd runc crictl nvidia-container-runtime
-    nvidia-smi""".split())
+KEY_BINARIES = frozenset([
+    "kubelet", "kubectl", "kube-proxy", "containerd", "dockerd", "runc", "crictl",
+    "nvidia-container-runtime", "nvidia-smi",
+])
 
 
 def probe_commands(fleet: Fleet) -> set[str]:

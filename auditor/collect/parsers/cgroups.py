@@ -7,7 +7,6 @@ from typing import Any
 
 from ..sections import UnparsableOutput, blocks, kv_lines, subsections, to_int
 
-
 _FSTYPE = re.compile(r"^[a-z0-9_/]{1,32}$")  # tmpfs, cgroup2fs, cgroup
 
 
