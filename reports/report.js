@@ -31,7 +31,8 @@
     var next = document.createElement("button");
     next.type = "button"; next.textContent = "next \u203a";
     bar.appendChild(filter); bar.appendChild(prev); bar.appendChild(info); bar.appendChild(next);
-    table.parentNode.insertBefore(bar, table);
+    var box = table.parentNode.classList.contains("scroll") ? table.parentNode : table;  // controls stay outside
+    box.parentNode.insertBefore(bar, box);
     function draw() {
       var pages = Math.max(1, Math.ceil(shown.length / size));
       page = Math.min(Math.max(page, 0), pages - 1);

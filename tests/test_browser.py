@@ -107,12 +107,12 @@ class DevTools:
                 raise TimeoutError(method)
             self.events.append(json.loads(self.ws.recv()))
 
-    def open(self, path: Path) -> dict[str, Any]:
+    def open(self, path: Path, width: int = WIDTH, height: int = HEIGHT, mobile: bool = False) -> dict[str, Any]:
         """Load a file with the tripwire armed; return what PROBE sees once the page has loaded."""
         self.events.clear()
         self.call("Page.enable")
-        self.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT, deviceScaleFactor=1,
-                  mobile=False)
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
+                  mobile=mobile)
         self.call("Page.addScriptToEvaluateOnNewDocument", source=TRIPWIRE)
         self.call("Page.navigate", url=path.resolve().as_uri())
         self.wait_event("Page.loadEventFired")
@@ -196,10 +196,12 @@ def test_tables_filter_sort_and_page_in_the_browser(browser: DevTools, tmp_path:
     browser.open(fleet_html(tmp_path))
     visible = "[...document.querySelectorAll('#heatmap tbody tr')].filter(r => !r.hidden).length"
     assert browser.eval(visible) == 3
-    browser.eval("""(() => { const i = document.querySelector('#heatmap').previousElementSibling.querySelector('input');
+    browser.eval("""(() => { const i = document.querySelector('#heatmap')
+        .closest('.scroll').previousElementSibling.querySelector('input');
       i.value = 'kubelet'; i.dispatchEvent(new Event('input')); })()""")
     assert browser.eval(visible) == 1
-    browser.eval("""(() => { const i = document.querySelector('#heatmap').previousElementSibling.querySelector('input');
+    browser.eval("""(() => { const i = document.querySelector('#heatmap')
+        .closest('.scroll').previousElementSibling.querySelector('input');
       i.value = ''; i.dispatchEvent(new Event('input'));
       document.querySelectorAll('#heatmap thead th')[2].click(); })()""")  # score, ascending
     first = browser.eval("document.querySelector('#heatmap tbody tr:not([hidden]) .fact').textContent")

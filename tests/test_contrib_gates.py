@@ -76,6 +76,28 @@ def test_packer_template_is_valid_json_with_the_null_builder_and_no_plugins(tmp_
         assert done.returncode == 0, done.stdout + done.stderr
 
 
+REQUIRED_PACKER_VARIABLES = ("host", "private_key_file")  # no sensible default: the build instance and its key
+
+
+def test_packer_names_a_missing_required_variable(tmp_path: Path) -> None:
+    """JSON templates mark a required variable with a `null` default: `packer validate` then names it, where
+    an empty default let it through to a communicator error about something else."""
+    doc = json.loads(TEMPLATE.read_text())
+    assert {k for k, v in doc["variables"].items() if v is None} == set(REQUIRED_PACKER_VARIABLES)
+    if shutil.which("packer") is None:
+        pytest.skip("packer is not installed (Debian package `packer`; .ci/run installs it)")
+    env = {**os.environ, "CHECKPOINT_DISABLE": "1"}
+    key = tmp_path / "id"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    given = {"host": "127.0.0.1", "private_key_file": str(key)}
+    for missing in REQUIRED_PACKER_VARIABLES:
+        argv = [a for k, v in given.items() if k != missing for a in ("-var", f"{k}={v}")]
+        done = subprocess.run(["packer", "validate", *argv, str(TEMPLATE)], capture_output=True, text=True, env=env,
+                              timeout=60)
+        assert done.returncode != 0
+        assert f"required variable not set: {missing}" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
 AWSTOE_ACTIONS = {"ExecuteBash", "S3Download", "S3Upload", "CreateFile", "Reboot", "UpdateOS", "WebDownload",
                   "ExecuteBinary", "MoveFile", "CopyFile", "DeleteFile", "Assert"}
 

