@@ -134,3 +134,54 @@ def _scrape(url: str, attempts: int = 50) -> str:
         except OSError:
             time.sleep(0.2)
     raise AssertionError(f"node_exporter never answered at {url}")
+
+
+CRON_HOST = "a3"
+
+
+def cron_job(path: Path) -> tuple[dict[str, str], str]:
+    """The environment cron gives the job (its defaults, then the file's assignments) and its command."""
+    env = {"SHELL": "/bin/sh", "HOME": "/root", "LOGNAME": "root", "PATH": "/usr/bin:/bin"}
+    jobs = []
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        assign = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", line)
+        if assign:
+            env[assign[1]] = assign[2]
+        else:
+            fields = line.split(None, 6)  # five time fields, the user, the command
+            assert fields[5] == "root" and "%" not in fields[6]  # cron turns % into newlines
+            jobs.append(fields[6])
+    [command] = jobs
+    return env, command
+
+
+@pytest.mark.fleet
+def test_a_failing_cron_run_reaches_syslog_and_cron_mail(fleet: Fleet, tmp_path: Path) -> None:
+    """The cron.d line run as cron runs it (`/bin/sh -c` with cron's environment only) with a broken
+    inventory: exit 2 lands in the journal under the tag ami-auditor and on stdout, which cron mails."""
+    root = fleet.host(CRON_HOST).root
+    wheels = tmp_path / "wheels"
+    wheel = wheelhouse(wheels)
+    env, command = cron_job(ROOT / "contrib/cron/ami-auditor")
+    with DebianInstance(root, wheels):
+        try:
+            shutil.copy(wheel, root / "var/tmp" / wheel.name)
+            done = fleet.exec(CRON_HOST, ["sh", "-c", f"python3 -m venv {VENV} && "
+                                          f"{VENV}/bin/pip install --quiet /var/tmp/{wheel.name}"], timeout=600)
+            assert done.returncode == 0, done.stderr
+            (root / "etc/ami-auditor").mkdir(exist_ok=True)
+            (root / "etc/ami-auditor/inventory.yaml").write_text("hosts:\n  - name: [broken\n")
+            run = fleet.exec(CRON_HOST, ["env", "-i", *(f"{k}={v}" for k, v in env.items()), "/bin/sh", "-c", command],
+                             timeout=300)
+            assert run.returncode == 2, run.stdout + run.stderr
+            assert run.stdout.splitlines() == [
+                "ami-auditor scan failed with exit 2: see journalctl -t ami-auditor or /var/log/ami-auditor.log"]
+            journal = fleet.exec(CRON_HOST, ["journalctl", "-t", "ami-auditor", "--no-pager", "-o", "cat"]).stdout
+            assert "inventory.yaml" in journal, journal
+        finally:
+            for path in ("opt/ami-auditor", "etc/ami-auditor", "var/lib/ami-auditor"):
+                shutil.rmtree(root / path, ignore_errors=True)
+            for path in ("var/log/ami-auditor.log", f"var/tmp/{wheel.name}"):
+                (root / path).unlink(missing_ok=True)
