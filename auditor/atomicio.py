@@ -2,6 +2,10 @@
 
 `write_text_atomic` writes to a unique temporary file in the destination's directory and renames it
 over the destination, so readers never see half a file and a failure leaves nothing behind.
+`write_files` does that for a set (every report format, every snapshot of a run): all temporary files
+first, then all renames; when anything fails (disk full, read-only, a refused rename) the renamed files
+are put back from backups of the previous ones, no temporary file is left and OutputError (exit 3) says
+which file and why: the set is replaced as a whole or not at all.
 `check_writable_dir` proves, before any host is contacted, that a directory can be created and written
 (it creates what is missing and a probe file, then removes both), raising InputError naming the option.
 """
@@ -10,29 +14,106 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, OutputError
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: files get the usual 0666 & ~umask mode, not mkstemp's 0600
 
 
-def write_text_atomic(path: Path, text: str | bytes, mode: int | None = None) -> None:
-    """Write `text` (bytes: already UTF-8) to `path` via a unique temp file in the same directory; removed
-    on any failure. `mode`: the file's permissions (default 0666 less the umask)."""
+def _temp_beside(path: Path, kind: str = "tmp") -> str:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{kind}", dir=path.parent)
+    os.close(fd)
+    return tmp
+
+
+def _write_temp(path: Path, text: str | bytes, mode: int | None) -> str:
+    """A unique temporary file beside `path` holding `text`, with its final mode; removed if writing fails."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text if isinstance(text, bytes) else text.encode("utf-8"))
         os.chmod(tmp, 0o666 & ~_UMASK if mode is None else mode)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def write_text_atomic(path: Path, text: str | bytes, mode: int | None = None) -> None:
+    """Write `text` (bytes: already UTF-8) to `path` via a unique temp file in the same directory; removed
+    on any failure. `mode`: the file's permissions (default 0666 less the umask)."""
+    tmp = _write_temp(path, text, mode)
+    try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _backup(path: Path) -> str | None:
+    """A second name for the previous `path` (a hard link; a copy where links are refused), None if absent."""
+    if not path.exists():
+        return None
+    backup = _temp_beside(path, "old")
+    try:
+        os.unlink(backup)
+        try:
+            os.link(path, backup)
+        except OSError:  # no hard links here (vfat), or an immutable file: copy it
+            shutil.copy2(path, backup)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(backup)
+        raise
+    return backup
+
+
+def write_files(files: Sequence[tuple[Path, str | bytes]], mode: int | None = None) -> None:
+    """Replace every file of the set, or none: OutputError (naming the file and the reason) if any fails.
+
+    Each file is still replaced by one rename, so a reader (node_exporter's textfile collector) never sees
+    it missing or half written."""
+    temps: list[tuple[Path, str]] = []
+    backups: dict[Path, str | None] = {}
+    renamed: list[Path] = []
+    current = files[0][0] if files else Path(".")
+    try:
+        for current, text in files:
+            temps.append((current, _write_temp(current, text, mode)))
+        for current, _ in temps:
+            backups[current] = _backup(current)
+        for current, tmp in temps:
+            os.replace(tmp, current)
+            renamed.append(current)
+    except BaseException as exc:
+        for path in reversed(renamed):  # put the previous set back
+            previous = backups.get(path)
+            with contextlib.suppress(OSError):  # a backup that cannot be put back is kept, never removed
+                if previous:
+                    os.replace(previous, path)
+                    backups[path] = None
+                else:
+                    os.unlink(path)
+        _remove([tmp for _, tmp in temps] + [b for p, b in backups.items() if b and p not in renamed])
+        if isinstance(exc, OSError):
+            raise OutputError(f"incomplete: results not saved: cannot write {current}: {_why(exc)} "
+                              "(the previous files are unchanged)") from exc
+        raise
+    _remove([b for b in backups.values() if b])
+
+
+def _remove(paths: list[str]) -> None:
+    for name in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
 
 
 def _why(exc: OSError) -> str:

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     except InputError as exc:
         env.err(f"ami-auditor: error: {clean(str(exc))}")
         return exitcodes.BAD_INPUT
-    except AuditorError as exc:  # the cloud API or a host could not be reached: nothing was audited
+    except AuditorError as exc:  # the cloud API or a host could not be reached, or the results not saved (OutputError)
         env.err(f"ami-auditor: error: {clean(str(exc))}")
         return exitcodes.INCOMPLETE
     except KeyboardInterrupt as exc:

@@ -20,6 +20,12 @@ class InputError(AuditorError):
         super().__init__(f"{where}{message}")
 
 
+class OutputError(AuditorError):
+    """Results could not be saved (disk full, read-only, permission refused): the CLI exits 3, not 4.
+
+    The environment failed, not the program; the previous files are left as they were."""
+
+
 class TransportError(AuditorError):
     """A host could not be reached or did not answer; `status` becomes the host's status."""
 

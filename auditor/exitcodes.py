@@ -5,7 +5,10 @@ from __future__ import annotations
 OK = 0
 FINDINGS = 1  # findings at or above --fail-on
 BAD_INPUT = 2  # bad usage or bad input file; nothing written
-INCOMPLETE = 3  # some hosts not reached (unreachable, auth, host key, timeout, error) or only partly collected
+# some hosts not reached (unreachable, auth, host key, timeout, error) or only partly collected; or the
+# results not saved: a full, read-only or refusing disk under --out/-o (errors.OutputError; the previous
+# report or snapshot set is left unchanged) — the environment failed, not the program; this one beats 1
+INCOMPLETE = 3
 INTERNAL = 4  # an unexpected exception (a bug): one line on stderr, the traceback with --debug
 
 

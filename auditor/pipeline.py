@@ -13,7 +13,8 @@ History (auditor/history/): `begin` commits a `running` row in the store before 
 contacted (a killed scan stays visible, marked interrupted); `trends` publishes `facts.trends` derived
 from each host's previous stored snapshot BEFORE `judge` (only the judge decides: rules/trends.yaml);
 `since` adds first-seen times and new/gone hosts; `record` writes the whole scan in one transaction
-once its exit code is known; `notify` sends what is new last and never changes the exit code.
+once its exit code is known, also when the reports could not be written (a full disk: exit 3 after
+recording, the previous report set unchanged); `notify` sends what is new last and never changes the exit code.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .collect.snapshot import now_iso
 from .compare import stage as compare_stage
 from .compare.stage import ComparePlan
 from .context import Env
+from .errors import OutputError
 from .history import stage as history_stage
 from .history.stage import Session, StorePlan
 from .judge import stage as judge_stage
@@ -145,7 +147,12 @@ def scan(opts: ScanOptions, env: Env) -> int:
         report.exit_code = verdict(report)
         for result in results:
             env.out(one_line(result))
-        render(plan.render, report)
+        try:
+            render(plan.render, report)
+        except OutputError as exc:  # a full or read-only disk: the store still keeps the results
+            unsaved: OutputError | None = exc
+        else:
+            unsaved = None
         doc = record(session, report, snapshots)
     except BaseException:
         history_stage.abandon(session)  # a crash or Ctrl-C: this scan is marked, earlier ones untouched
@@ -156,4 +163,6 @@ def scan(opts: ScanOptions, env: Env) -> int:
     if session is not None:
         env.out(f"recorded as scan {session.scan_id} in {session.path}")
     notify_stage.apply(plan.notify, doc, env)  # last: never changes the exit code or what was written
+    if unsaved is not None:
+        raise unsaved  # exit 3: the reports were not saved (the previous set is unchanged)
     return report.exit_code

@@ -157,3 +157,45 @@ def test_bad_notify_targets_are_bad_input_before_any_host(tmp_path: Path, target
 def test_notify_without_the_store_is_refused(tmp_path: Path) -> None:
     code, _, err = scan(tmp_path / "h.sqlite3", "--no-store", "--notify", "webhook:http://127.0.0.1:9/x")
     assert code == 2 and "--no-store" in err
+
+
+@pytest.mark.parametrize(("url", "needle"), [
+    ("http://hooks.example:abc/services/SECRET", "port"),
+    ("http://hooks.example:99999/services/SECRET", "port"),
+    ("http://hooks.example:0/services/SECRET", "port"),
+    ("http://[::1/services/SECRET", "URL"),
+    ("http://hooks.example/services/SE CRET", "whitespace"),
+    ("http://hooks.example/services/SECRET\x01", "control"),
+    ("http://hooks.example/services/SECRET\x7f", "control"),
+    ("http://hooks.example/services/SECRET\u00e9", "non-ASCII"),
+    ("http:///services/SECRET", "host"),
+    ("http://:8080/services/SECRET", "host"),
+    ("http://ho$ts.example/services/SECRET", "host"),
+])
+def test_bad_webhook_urls_exit_2_before_any_host_and_never_show_the_secret(
+        tmp_path: Path, url: str, needle: str) -> None:
+    """Before: the port ones scanned and recorded the host, then exit 4 from urlsplit().port; the space
+    one printed its path in the delivery error."""
+    code, out, err = scan(tmp_path / "h.sqlite3", "--notify", f"webhook:{url}", "--format", "json",
+                          "--out", str(tmp_path / "r"))
+    assert code == 2, err
+    assert needle in err and "internal error" not in err
+    assert "SECRET" not in err and "SE CRET" not in err and "services" not in err
+    assert out == "" and not (tmp_path / "h.sqlite3").exists() and not (tmp_path / "r").exists()
+
+
+def test_a_delivery_error_never_echoes_the_url_path(tmp_path: Path) -> None:
+    from auditor.notify.send import Target, deliver
+
+    def boom(target: Target, body: dict) -> None:
+        raise ValueError(f"cannot POST {target.address} (/services/T0/SECRET?k=SECRET2)")
+
+    target = Target("webhook", "http://127.0.0.1:9/services/T0/SECRET?k=SECRET2")
+    from auditor.notify import send
+    saved = send.SENDERS["webhook"]
+    send.SENDERS["webhook"] = boom  # a sender that fails with the URL in its message (as http.client's do)
+    try:
+        problem = deliver(target, {}, attempts=1)
+    finally:
+        send.SENDERS["webhook"] = saved
+    assert problem and "SECRET" not in problem and "127.0.0.1:9" in problem

@@ -71,3 +71,49 @@ def test_clean_scan_says_so_in_one_line() -> None:
     assert "# ami-auditor: PASS (exit 0)" in md
     assert "no findings, no drift, no fact splits the groups" in md
     assert "##" not in md
+
+
+AUTOLINK_BAIT = ("https://evil.example/login", "www.evil.example", "user@evil.example", "WWW.EVIL.EXAMPLE",
+                 "xmpp:u@evil.example", "mailto:u@evil.example", "ftp://evil.example/x", "(www.evil.example)",
+                 "*www.evil.example*", "_user@evil.example_", "user@_evil.example", "HTTP://EVIL.EXAMPLE")
+
+
+def gfm(md: str) -> str:
+    """GitHub's own cmark-gfm (pip cmarkgfm) with its GFM extensions: autolink, table, strikethrough, tagfilter."""
+    import cmarkgfm
+
+    return cmarkgfm.github_flavored_markdown_to_html(md)
+
+
+def bait_report() -> dict:
+    """Link-looking host text everywhere the Markdown shows it: host names, titles, items, drift, errors."""
+    doc = fleet()
+    names = {h["name"]: AUTOLINK_BAIT[i % len(AUTOLINK_BAIT)] for i, h in enumerate(doc["hosts"])}
+    for h in doc["hosts"]:
+        h["name"] = names[h["name"]]
+        if h.get("error"):
+            h["error"] = "connect to https://evil.example/phish failed, mail admin@evil.example"
+    for i, f in enumerate(doc["findings"]):
+        f["host"] = names.get(f["host"], f["host"])
+        f["title"] = f"{f['title']} see {AUTOLINK_BAIT[i % len(AUTOLINK_BAIT)]} now"
+    for i, d in enumerate(doc["drift"]):
+        d["host"] = names.get(d["host"], d["host"])
+        d["actual"] = AUTOLINK_BAIT[i % len(AUTOLINK_BAIT)]
+    return doc
+
+
+def test_link_looking_host_text_never_becomes_a_link_under_gfm() -> None:
+    """Before: GFM autolinked https://…, www.… and user@… host text (step summaries, GitHub comments)."""
+    html = gfm(render(bait_report()))
+    assert "<a " not in html and "href" not in html, re.findall(r"<a [^>]*>[^<]*", html)[:5]
+    text = re.sub(r"<[^>]+>", "", html).replace("&amp;", "&")
+    for bait in ("https://evil.example/login", "www.evil.example", "user@evil.example", "xmpp:u@evil.example"):
+        assert bait in text  # still shown as the text it is
+    assert "<table>" in html and "<strong>" in html and "<code>" in html  # the report's own Markdown still renders
+
+
+def test_escape_defeats_every_gfm_autolink_form() -> None:
+    for bait in (*AUTOLINK_BAIT, "a.b+c@d-e.f", "see www.x.y.", "x https://a.b?c=d#e"):
+        html = gfm(escape(bait))
+        assert "<a " not in html, (bait, escape(bait), html)
+        assert re.sub(r"<[^>]+>", "", html).strip() == bait  # shown as the same text

@@ -1,4 +1,5 @@
-"""`ami-auditor collect`: one snapshot JSON per host."""
+"""`ami-auditor collect`: one snapshot JSON per host, written as one set once every host is done (a full or
+read-only disk: exit 3 and the previous snapshots of those names unchanged)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import argparse
 from pathlib import Path
 
 from .. import exitcodes
-from ..atomicio import check_writable_dir
+from ..atomicio import check_writable_dir, write_files
 from ..context import Env
 from ..render.terminal import one_line, progress_printer
 from .checks import unique_stems
-from .common import add_target_options, file_stem, target_options, write_json
+from .common import add_target_options, file_stem, target_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,9 +42,10 @@ def run(args: argparse.Namespace, env: Env) -> int:
     results = redact_errors(results)
     for note in notes:
         env.err(f"note: {note}")
+    from ..render.json_renderer import render_bytes
+
+    write_files([(out / f"{stems[r.name]}.json", render_bytes(r.snapshot)) for r in results if r.snapshot is not None])
     for result in results:
-        if result.snapshot is not None:
-            write_json(out / f"{stems[result.name]}.json", result.snapshot)
         env.out(one_line(result))
     reached = sum(r.status == "ok" for r in results)
     env.out(f"{reached}/{len(results)} hosts collected; snapshots in {out}/")

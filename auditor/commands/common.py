@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from pathlib import Path
-from typing import Any
 
-from ..atomicio import write_text_atomic
 from ..collect.probe import DEFAULT_BINARIES
 from ..options import DEFAULT_PARALLEL, TargetOptions
 from .aws_options import add_aws_options, aws_from_args
@@ -52,11 +49,3 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def file_stem(name: str) -> str:
     """A host name made safe as a file name."""
     return _UNSAFE.sub("_", name).strip("._") or "host"
-
-
-def write_json(path: Path, doc: Any) -> None:
-    """Write JSON atomically (unique temp file in the same directory + rename; removed on failure), as the
-    JSON report is written: orjson, UTF-8, control and bidi characters escaped (~20x json.dumps)."""
-    from ..render.json_renderer import render_bytes
-
-    write_text_atomic(path, render_bytes(doc))

@@ -1,7 +1,8 @@
 """`ami-auditor report SCAN.json --format html[,md,…] [--out DIR]`: re-render a saved report.
 
 The saved document is validated against its schema first; every format is rendered before anything is
-written, so bad input exits 2 with nothing written. Without --out, one format goes to stdout.
+written, so bad input exits 2 with nothing written; the formats then replace the previous set as a whole
+or not at all (a full or read-only disk: exit 3). Without --out, one format goes to stdout.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from .. import exitcodes
-from ..atomicio import check_writable_dir, write_text_atomic
+from ..atomicio import check_writable_dir, write_files
 from ..context import Env
 from ..errors import InputError
 from ..render import RENDERERS
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
     for path, _ in targets:
         if path.is_dir():
             raise InputError("is a directory; cannot write the report there", str(path))
-    for path, text in targets:
-        write_text_atomic(path, text)
+    write_files(targets)  # the whole set or nothing (a full disk: exit 3, the previous set kept)
+    for path, _ in targets:
         env.out(str(path))
     return exitcodes.OK

@@ -1,11 +1,14 @@
 """Delivering alerts: `sns:ARN` (boto3 Publish) and `webhook:URL` (JSON POST), each retried.
 
-Targets are validated before any host is contacted (bad ones exit 2). A webhook URL can hold a secret
-(Slack puts it in the path): messages name only its scheme and host.
+Targets are validated before any host is contacted (bad ones exit 2): scheme, host, port, and no
+whitespace, control or non-ASCII character (http.client would refuse them only when sending). A webhook
+URL can hold a secret (Slack puts it in the path): messages name only its scheme, host and port, and a
+delivery error has the URL's path, query and fragment cut out.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import time
@@ -19,6 +22,7 @@ from typing import Any
 from ..errors import InputError
 
 _ARN = re.compile(r"^arn:aws[a-z-]*:sns:(?P<region>[a-z0-9-]+):\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?$")  # DNS names and IPv4; IDNs as punycode
 ATTEMPTS = 3
 TIMEOUT_S = 10.0
 BACKOFF_S = 0.5
@@ -34,8 +38,57 @@ class Target:
     def shown(self) -> str:
         if self.kind == "sns":
             return f"sns:{self.address}"
+        return f"webhook:{_origin(urllib.parse.urlsplit(self.address))}/…"
+
+    def redact(self, text: str) -> str:
+        """`text` with this webhook URL's secret parts (path, query, fragment) cut out."""
+        if self.kind != "webhook":
+            return text
         parts = urllib.parse.urlsplit(self.address)
-        return f"webhook:{parts.scheme}://{parts.hostname}{':' + str(parts.port) if parts.port else ''}/…"
+        for secret in sorted((p for p in (parts.path, parts.query, parts.fragment) if len(p) > 1), key=len,
+                             reverse=True):
+            text = text.replace(secret, "…")
+        return text
+
+
+def _origin(parts: urllib.parse.SplitResult) -> str:
+    """scheme://host[:port] of a validated URL (IPv6 in brackets)."""
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{':' + str(parts.port) if parts.port else ''}"
+
+
+def _check_webhook(url: str) -> None:
+    """InputError unless `url` is an http(s) URL http.client can send to; the message never shows the URL."""
+    problem = "--notify webhook:"
+    if any(c.isspace() for c in url):
+        raise InputError(f"{problem} the URL contains whitespace; percent-encode it (%20)")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise InputError(f"{problem} the URL contains a control character")
+    if not url.isascii():
+        raise InputError(f"{problem} the URL contains a non-ASCII character; percent-encode it (IDN hosts as punycode)")
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket: the message would be urllib's, shown without the URL
+        raise InputError(f"{problem} not a valid URL (check the brackets of an IPv6 host)") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(f"{problem} needs an http(s) URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise InputError(f"{problem} a URL with a user or password is refused (it would be echoed)")
+    host = parts.hostname
+    if ":" in host:
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise InputError(f"{problem} the host is not a valid IPv6 address") from None
+    elif not _HOSTNAME.match(host):
+        raise InputError(f"{problem} the host may hold only letters, digits, '.', '-' and '_'")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0 or (port is None and parts.netloc.endswith(":")):
+        raise InputError(f"{problem} {parts.scheme}://{host}: the port must be a number from 1 to 65535")
 
 
 def parse_target(text: str) -> Target:
@@ -43,14 +96,10 @@ def parse_target(text: str) -> Target:
     if kind == "sns":
         m = _ARN.match(rest)
         if not m:
-            raise InputError(f"--notify sns: needs a topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME), not {rest!r}")
+            raise InputError("--notify sns: needs a topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)")
         return Target("sns", rest, m["region"])
     if kind == "webhook":
-        parts = urllib.parse.urlsplit(rest)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InputError("--notify webhook: needs an http(s) URL with a host")
-        if parts.username or parts.password:
-            raise InputError("--notify webhook: a URL with a user or password is refused (it would be echoed)")
+        _check_webhook(rest)
         return Target("webhook", rest)
     raise InputError(f"--notify: give sns:TOPIC_ARN or webhook:URL, not {kind!r}")
 
@@ -99,4 +148,4 @@ def deliver(target: Target, body: dict[str, Any], attempts: int = ATTEMPTS,
             last = f"{type(exc).__name__}: {exc}"
         if attempt + 1 < attempts:
             sleep(BACKOFF_S * 2**attempt)
-    return f"{target.shown}: not delivered after {attempt + 1} attempt(s): {last}"
+    return f"{target.shown}: not delivered after {attempt + 1} attempt(s): {target.redact(last)}"

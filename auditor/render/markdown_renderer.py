@@ -2,7 +2,10 @@
 
 Every value the template prints is escaped for Markdown (pipes, backticks, emphasis, links, HTML; control
 and bidi characters as visible \\xNN) by the environment's `finalize`, the way autoescape works for HTML;
-only the `code`/`hosts`/`cell` filters build spans, and they escape what goes inside.
+only the `code`/`hosts`/`cell` filters build spans, and they escape what goes inside. GFM's autolink
+extension would still make host text like `https://evil.example/login`, `www.evil.example` or
+`user@evil.example` a live link: the `:` of `://` and the `.` after `www` are backslash-escaped (which
+stops the match), and every `@` becomes a code span (the e-mail autolink sees through escapes and entities).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ HOSTS_SHOWN = 5
 
 _SPECIAL = re.compile(r"([\\`*_\[\]#~|])")
 _BACKTICKS = re.compile(r"`+")
+_AUTOLINK = re.compile(r"(?i)(?<=www)\.|:(?=//)|@")  # what GFM's autolink extension starts a link from
+_UNLINK = {".": "\\.", ":": "\\:", "@": "`@`"}
 
 
 class Raw(str):
@@ -38,7 +43,7 @@ def escape(value: Any) -> str:
     text = "" if value is None else str(value)
     text = escape_controls(" ".join(text.split()))
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _SPECIAL.sub(r"\\\1", text)
+    return _AUTOLINK.sub(lambda m: _UNLINK[m.group()], _SPECIAL.sub(r"\\\1", text))
 
 
 def code(value: Any) -> Raw:

@@ -1,9 +1,14 @@
 """Prometheus text exposition format, for node_exporter's textfile collector (`--format prom --out DIR`).
 
 Gauges only, named by Prometheus conventions (`ami_auditor_` prefix, base units, `_seconds`, no
-`_total` on gauges); one sample per label set. Label values are escaped as the format requires
-(backslash, double quote, newline); host text is untrusted. The file is written atomically like every
-report (a temporary file, then a rename), so the collector never reads half a file.
+`_total` on gauges). Host text is untrusted: label values are escaped as the format requires (backslash,
+double quote, newline), and every other control, bidi or surrogate character becomes visible text (`\x0d`,
+`\u202e`, as textsafe shows it everywhere), since the format has no escape for `\r` and consumers split on
+it. One label set appears once: node_exporter drops a file with a repeated series. A host whose shown name
+another host already has (a saved report or `analyze` listing one name twice, or two names alike once
+escaped) is labelled `NAME#2`, `NAME#3`…; findings and drift naming it go to its first holder. The file is
+written atomically like every report (a temporary file, then a rename), so the collector never reads half
+a file.
 """
 
 from __future__ import annotations
@@ -14,14 +19,33 @@ from datetime import datetime
 from typing import Any
 
 from ..models import SEVERITIES
+from ..textsafe import escape_controls
 
 PREFIX = "ami_auditor_"
 CRASH_LOOP_RULE = "systemd.unit-crash-looping"
 
 
-def _label(value: object) -> str:
-    text = str(value)
+def _shown(value: object) -> str:
+    """A label value as text: unsafe characters visible (`\\x0d`), newlines kept for the format's own escape."""
+    return escape_controls(str(value), keep="\n")
+
+
+def _label(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def host_labels(names: list[str]) -> list[str]:
+    """One distinct `host` label per host, in order: a shown name already taken gets `#2`, `#3`…"""
+    taken: set[str] = set()
+    labels = []
+    for name in names:
+        label, n = _shown(name), 1
+        while label in taken:
+            n += 1
+            label = f"{_shown(name)}#{n}"
+        taken.add(label)
+        labels.append(label)
+    return labels
 
 
 def _number(value: float) -> str:
@@ -45,8 +69,12 @@ class _Out:
         full = PREFIX + name
         self.lines.append(f"# HELP {full} {help_text}")
         self.lines.append(f"# TYPE {full} gauge")
+        seen: set[str] = set()
         for labels, value in samples:
-            body = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+            body = ",".join(f'{k}="{_label(_shown(v))}"' for k, v in labels.items())
+            if body in seen:  # a repeated series (a saved report listing one item twice): the first counts
+                continue
+            seen.add(body)
             self.lines.append(f"{full}{{{body}}} {_number(value)}" if body else f"{full} {_number(value)}")
 
 
@@ -60,7 +88,15 @@ def _epoch(text: str) -> float:
 
 def render(doc: dict[str, Any]) -> str:
     out = _Out()
-    hosts = doc["hosts"]
+    hosts = [dict(h, name=label) for h, label in zip(doc["hosts"], host_labels([h["name"] for h in doc["hosts"]]),
+                                                       strict=True)]
+    first: dict[str, str] = {}
+    for h, label in zip(doc["hosts"], hosts, strict=True):
+        first.setdefault(h["name"], label["name"])
+
+    def host(name: str) -> str:  # findings and drift name a host: its first holder's label
+        return first.get(name, name)
+
     out.metric("scan_timestamp_seconds", "When the scan's report was generated (Unix time).",
                [({}, _epoch(doc["generated_at"]))])
     out.metric("scan_exit_code", "The scan's exit code (0 clean, 1 findings, 3 incomplete).",
@@ -76,19 +112,20 @@ def render(doc: dict[str, Any]) -> str:
     dying = [({"host": h["name"]}, (h.get("facts_summary") or {}).get("dying_memcgs")) for h in hosts]
     out.metric("dying_memcgs", "Dying (zombie) memory cgroups on the host.",
                [(labels, v) for labels, v in dying if isinstance(v, (int, float))])
-    active = Counter((f["host"], f["rule"], f["severity"]) for f in doc["findings"] if not f["waived"])
+    active = Counter((host(f["host"]), f["rule"], f["severity"]) for f in doc["findings"] if not f["waived"])
     out.metric("findings", "Unwaived findings by host, rule and severity.",
                [({"host": h, "rule": r, "severity": s}, n) for (h, r, s), n in sorted(active.items())])
-    waived = Counter((f["host"], f["rule"], f["severity"]) for f in doc["findings"] if f["waived"])
+    waived = Counter((host(f["host"]), f["rule"], f["severity"]) for f in doc["findings"] if f["waived"])
     out.metric("findings_waived", "Waived findings by host, rule and severity.",
                [({"host": h, "rule": r, "severity": s}, n) for (h, r, s), n in sorted(waived.items())])
     by_severity = Counter(f["severity"] for f in doc["findings"] if not f["waived"])
     out.metric("findings_by_severity", "Unwaived findings in the scan by severity.",
                [({"severity": s}, by_severity.get(s, 0)) for s in SEVERITIES])
-    restarts = [({"host": f["host"], "unit": f["item"]}, f["evidence"]["restarts"]) for f in doc["findings"]
+    restarts = [({"host": host(f["host"]), "unit": f["item"]}, f["evidence"]["restarts"]) for f in doc["findings"]
                 if f["rule"] == CRASH_LOOP_RULE and f.get("item") and isinstance(f["evidence"].get("restarts"), int)]
+    restarts.sort(key=lambda sample: -sample[1])  # one unit listed twice on a host: its highest count is kept
     out.metric("unit_restarts", "Restarts this boot of units judged crash-looping.", restarts)
-    drift = Counter((d["host"], d["severity"]) for d in doc["drift"])
+    drift = Counter((host(d["host"]), d["severity"]) for d in doc["drift"])
     out.metric("drift_items", "Differences from the golden baseline by host and severity.",
                [({"host": h, "severity": s}, n) for (h, s), n in sorted(drift.items())])
     return "\n".join(out.lines) + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomicio import check_writable_dir, write_text_atomic
+from ..atomicio import check_writable_dir, write_files
 from ..context import Env
 from ..errors import InputError
 from ..models import SEVERITIES, Report
@@ -50,11 +50,11 @@ def prepare(opts: RenderOptions) -> RenderPlan:
 
 
 def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = REPORT_STEM) -> list[Path]:
-    """Render every format first, then write each to out/stem.ext atomically (a renderer failing writes nothing)."""
+    """Render every format first, then replace out/stem.ext of every format as one set (write_files): a
+    renderer failing writes nothing; a full or read-only disk is OutputError (exit 3), the previous set kept."""
     texts = [(out / f"{stem}.{RENDERERS[fmt][1]}", (BYTE_RENDERERS.get(fmt) or RENDERERS[fmt][0])(doc))
              for fmt in formats]  # all, then write
-    for path, text in texts:
-        write_text_atomic(path, text)
+    write_files(texts)
     return [path for path, _ in texts]
 
 
