@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -117,7 +118,9 @@ def test_junitparser_reads_the_same_outcomes(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------
 # the real consumers: Jenkins' xUnit schema, and agreement with the exit code and Prometheus
 
-JUNIT_XSD = Path(__file__).parent / "data" / "junit" / "junit-10.xsd"  # Jenkins xUnit plugin (SOURCE.md)
+# Jenkins' xUnit plugin schema, as pytest's sdist ships it; put in place by .ci/setup.d/60-junit-xsd.sh (taken
+# from the registry by package name, never committed)
+JUNIT_XSD = Path(os.environ.get("AMI_AUDITOR_JUNIT_XSD") or "/var/cache/ami-auditor-ci/junit-10.xsd")
 SCENARIOS = sorted(p.stem for p in DATA.glob("*.json"))
 
 
@@ -125,6 +128,8 @@ SCENARIOS = sorted(p.stem for p in DATA.glob("*.json"))
 def jenkins_schema() -> Any:
     import xmlschema
 
+    if not JUNIT_XSD.is_file():
+        pytest.skip(f"{JUNIT_XSD} missing: run .ci/setup.d/60-junit-xsd.sh")
     return xmlschema.XMLSchema10(str(JUNIT_XSD))
 
 
