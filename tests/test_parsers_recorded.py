@@ -97,7 +97,7 @@ def test_ubuntu_dlami_shows_the_pinterest_chain() -> None:
     assert f["ecs"]["agent_exits"] == 40213 and f["ecs"]["cluster_configured"] is False  # …ecs-init does
     assert f["cgroups"]["mode"] == "hybrid"
     assert f["cgroups"]["memory"]["dying"] == 68680 - 240
-    assert f["network"]["ena"] == {"present": True, "version": "2.11.0g", "out_of_tree": True}
+    assert f["network"]["ena"] == {"present": True, "version": "2.11.0g", "out_of_tree": True, "in_tree": False}
     eth0 = f["network"]["interfaces"][0]
     assert eth0["stats"]["suspected_poll_starvation"] == 2 and eth0["stats"]["total_resets"] == 3
     assert f["network"]["kernel_log"]["events"]["tx_queue_paused"] == 1

@@ -378,7 +378,7 @@ s_binaries() {
       # one query for the path, its merged-/usr twin and its resolved target
       case $p in /usr/*) tw=${p#/usr} ;; *) tw=/usr$p ;; esac
       # a path no package owns is an answer (`no path found matching pattern`), not a failure
-      rk -i 'no path found matching pattern' "dpkg-query -S" T 10 dpkg-query -S "$p" "$tw" "${rp:-$p}" || CAP=
+      rk -i 'no path found matching pattern' "dpkg-query -S" owner_query "$p" "$tw" "${rp:-$p}" || CAP=
       o=$(printf '%s\n' "$CAP" | dpkg_owner_of)
       if [ -n "$o" ]; then
         put dpkg_owner "$o"
@@ -391,7 +391,7 @@ s_binaries() {
     if has rpm; then
       cap T 10 rpm -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p"
       o=${CAP%%"$NL"*}
-      case $CAP_RC:$o in
+      case $CAP_RC:$CAP in
         1:*"not owned"*) ;;  # an answer: no package owns it (rpm says so on stdout, status 1)
         0:?*) put rpm_owner "$o"; o=${o#*"	"}; v=${o%%"	"*} ;;
         *) why_failed "rpm -qf"; put failed "$FAIL_MSG" ;;
@@ -422,7 +422,7 @@ s_binaries() {
     [ -n "$nre" ] || { CAP_RC=1 CAP_ERR="could not be quoted"; why_failed "binary name $n"; put failed "$FAIL_MSG"; }
     for f in /var/log/cloud-init-output.log /var/lib/cloud/instance/user-data.txt \
              /var/lib/cloud/instance/scripts/* /etc/eks/release /var/log/user-data.log; do
-      [ -r "$f" ] || continue
+      [ -f "$f" ] && [ -r "$f" ] || continue  # files only: a directory there is nothing to search
       fq=$(oneline "$f"); fq=$(nospace "$fq")  # a host-chosen file name: data only, one field
       # grep: status 1 is "no match", an answer; -m 5 stops at the 5 lines the first 5 matches come from
       cap T 5 grep -m 5 -ohE "(https?|s3)://[^ \"'<>]*/$nre([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$f"
@@ -439,6 +439,14 @@ s_binaries() {
 }
 
 fingerprint() { printf '%s' "$1" | base64 -d 2>/dev/null | T 5 sha256sum; }  # fingerprint BASE64: of its bytes
+owner_query() { # owner_query PATH...: dpkg-query -S for the paths a package could own (dpkg lists one path a
+  # line, so none with a newline: asking would only print the host's name back over several lines)
+  _n=$#
+  for x in "$@"; do case $x in *"$NL"*) ;; *) set -- "$@" "$x" ;; esac; done
+  shift "$_n"
+  [ "$#" -gt 0 ] || return 0
+  T 10 dpkg-query -S "$@"
+}
 sha256_of() { T 20 sha256sum < "$1"; }  # sha256_of FILE: `DIGEST  -` (never the host-chosen name)
 
 s_eks() { ck "cat /etc/eks/release" catf /etc/eks/release; printf '%s\n' "$CAP"; }
@@ -712,7 +720,9 @@ s_packages() {
   fi
 }
 
-installed_rows() { awk -F'\t' '$1 ~ /^ii/ {print $2 "\t" $3 "\t" $4}'; }  # < dpkg-query -W rows
+installed_rows() { # installed_rows < dpkg-query -W rows: the installed ones; `!unparsable` once for any other line
+  awk -F'\t' 'NF && NF != 4 { if (!bad++) print "!unparsable"; next } $1 ~ /^ii/ { print $2 "\t" $3 "\t" $4 }'
+}
 
 cpu_begin
 run meta s_meta

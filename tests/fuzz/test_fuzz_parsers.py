@@ -38,6 +38,7 @@ _END = re.compile(r"^@@AMI-AUDITOR-END (?:[0-9a-f]{32} )?(?P<name>[a-z_]+) rc=\d
 _MARKER = re.compile(r"^(@@AMI-AUDITOR-(?:SECTION|END|DONE))(?: [0-9a-f]{32})?(?=[ @])", re.M)
 NONCE = "0123456789abcdef0123456789abcdef"
 TAMPERED: type[Exception] = getattr(sections_mod, "TamperedOutput", ())  # type: ignore[assignment]
+UNPARSABLE: type[Exception] = getattr(sections_mod, "UnparsableOutput", ())  # type: ignore[assignment]
 
 
 @cache
@@ -78,12 +79,13 @@ def assert_valid(area: str, value: Any) -> None:
 
 
 def parse_area(area: str, texts: list[str]) -> Any:
-    """The area's parser on `texts`; TamperedOutput (a repeated key only a forger prints) is the parsers'
-    documented error signal, which run_collector turns into an error entry: it returns None here."""
+    """The area's parser on `texts`; TamperedOutput (a repeated key only a forger prints) and UnparsableOutput
+    (a command's answer that is not its format) are the parsers' documented error signals, which
+    run_collector turns into a failed area: it returns None here."""
     collector = COLLECTORS[area]
     try:
         return collector.parse(*texts[: len(collector.required) + len(collector.optional)])
-    except TAMPERED:
+    except (TAMPERED, UNPARSABLE):
         return None
 
 

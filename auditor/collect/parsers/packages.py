@@ -11,6 +11,8 @@ def parse_packages(text: str) -> dict[str, Any]:
     manager = None
     items: dict[tuple[str, str], dict[str, str]] = {}
     for line in text.splitlines():
+        if line == "!unparsable":  # the probe's row filter saw a line that is no `STATUS\tNAME\tVERSION\tARCH` row
+            raise UnparsableOutput(f"the {manager} package list has lines that are not package rows")
         if line.startswith("manager="):
             manager = line.split("=", 1)[1].strip()
             continue
@@ -18,8 +20,6 @@ def parse_packages(text: str) -> dict[str, Any]:
         if len(cols) >= 2 and cols[0]:
             arch = cols[2] if len(cols) > 2 else ""
             items[(cols[0], arch)] = {"name": cols[0], "version": cols[1], "arch": arch}
-    if manager and not items:  # a system run by dpkg or rpm has packages installed: none is no answer
-        raise UnparsableOutput(f"the {manager} package list has no installed package row")
     rows = sorted(items.values(), key=lambda r: (r["name"], r["arch"]))
     names = [r["name"] for r in rows]
     for row in rows:  # multiarch: keep the key unique (`libc6:i386`)
