@@ -13,6 +13,9 @@ Because `..` never reaches the filesystem and every step opens a child of an fd 
 O_NOFOLLOW, swapping a directory for a symlink during the walk makes the open fail; it cannot lead
 out of the root. (A directory renamed out of the root while we hold its fd is the one race
 RESOLVE_IN_ROOT would also catch; that needs write access to the scanner's own tree.)
+
+Every lookup, read chunk and directory batch checks the run's deadline and SIGINT/SIGTERM (`check_time`),
+so no reader path built on this class can outlive `--deadline` or a stop by more than one step.
 """
 
 from __future__ import annotations
@@ -22,10 +25,14 @@ import errno
 import os
 import re
 import stat
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from .. import interrupt
+from ..errors import ProbeTimeout
 
 MAX_LINKS = 40  # like the kernel's MAXSYMLINKS
 PSEUDO_FS = frozenset({
@@ -37,6 +44,7 @@ MAX_DIR_ENTRIES = 100_000  # a big image's var/lib/dpkg/info holds ~5 files per 
 MAX_DU_ENTRIES = 200_000  # entries `disk_usage` visits before it stops (and notes the cut)
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_CHECK_EVERY = 1024  # directory entries between two deadline checks
 
 
 def quote(text: str) -> str:
@@ -121,8 +129,9 @@ def foreign_mounts(root: str, mountinfo: str = "/proc/self/mountinfo") -> dict[s
 class ImageFS:
     """An image root opened once; every read resolves inside it."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, deadline: float | None = None):
         self.root = root
+        self.deadline = deadline  # time.monotonic() by which the run's reads must end (None: no bound)
         self.root_fd = os.open(root, _DIR & ~os.O_NOFOLLOW)  # the operator's path itself may be a link
         self.notes: list[Note] = []
         self._seen: set[tuple[str, str]] = set()
@@ -140,6 +149,12 @@ class ImageFS:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def check_time(self) -> None:
+        """Raise Interrupted on SIGINT/SIGTERM and ProbeTimeout once the deadline has passed."""
+        interrupt.check()
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise ProbeTimeout("image read did not finish within its deadline")
+
     def note(self, kind: str, path: str, detail: str) -> None:
         path = "/" + "/".join(_split(path))
         if (kind, path) not in self._seen:
@@ -149,6 +164,7 @@ class ImageFS:
     @contextlib.contextmanager
     def _walk(self, path: str, follow: bool = True) -> Iterator[_Walk]:
         """Resolve `path` (image-absolute) as chroot would; yields the final component, fds closed after."""
+        self.check_time()
         todo = deque(_split(path))
         stack: list[tuple[str, int]] = []
         hops = 0
@@ -290,6 +306,7 @@ class ImageFS:
             fd, st = opened
             data = bytearray()
             while len(data) < cap:
+                self.check_time()
                 chunk = os.read(fd, min(1 << 20, cap - len(data)))
                 if not chunk:
                     break
@@ -316,6 +333,8 @@ class ImageFS:
         try:
             with os.scandir(fd) as it:
                 for entry in it:
+                    if len(names) % _CHECK_EVERY == 0:
+                        self.check_time()
                     if len(names) >= cap:
                         self.note("truncated", path, f"only the first {cap} directory entries were read")
                         break
@@ -347,6 +366,8 @@ class ImageFS:
                     with os.scandir(fd) as it:
                         for entry in it:
                             visited += 1
+                            if visited % _CHECK_EVERY == 0:
+                                self.check_time()
                             if visited > cap:
                                 self.note("truncated", path, f"disk usage counted over the first {cap} entries only")
                                 return blocks // 2
