@@ -115,7 +115,7 @@ class ImageSections:
 
     def kernel(self) -> str:
         names = set(self.fs.listdir("lib/modules") or []) | set(self.fs.listdir("usr/lib/modules") or [])
-        return f"release={max(names, key=_natural) if names else ''}"
+        return f"release={quote(max(names, key=_natural)) if names else ''}"
 
     def systemd_version(self) -> tuple[str, int]:
         dirs = list(SYSTEMD_LIBS)
@@ -149,19 +149,24 @@ class ImageSections:
                     return candidate
         return None
 
-    def _sha256(self, path: str) -> str:
-        with self.fs.open_regular(path) as opened:
+    def _sha256(self, path: str) -> tuple[str, str | None]:
+        """The file's sha256, or '' and why it was not computed (the row's `failed=` line)."""
+        why: list[str] = []
+        with self.fs.open_regular(path, why) as opened:
             if opened is None:
-                return ""
+                return "", f"sha256 not computed: {why[0] if why else 'not readable'}"
             fd, st = opened
             if st.st_size > HASH_CAP:
                 self.fs.note("truncated", path, f"not hashed: {st.st_size} bytes is over the {HASH_CAP}-byte cap")
-                return ""
+                return "", f"sha256 not computed: {st.st_size} bytes is over the {HASH_CAP}-byte hash cap"
             digest = hashlib.sha256()
-            while chunk := os.read(fd, 1 << 20):
-                digest.update(chunk)
-                self.check_time()
-            return digest.hexdigest()
+            try:
+                while chunk := os.read(fd, 1 << 20):
+                    digest.update(chunk)
+                    self.check_time()
+            except OSError as exc:
+                return "", f"sha256 not computed: {exc.strerror or type(exc).__name__}"
+            return digest.hexdigest(), None
 
     def _evidence_files(self) -> list[str]:
         files = []
@@ -209,10 +214,11 @@ class ImageSections:
             if not p or st is None:
                 lines.append("found=0")
                 continue
+            digest, failure = self._sha256(p)  # a binary left unhashed fails its row: never a complete host
             lines += ["found=1", f"path={p}", f"realpath={quote(real[b])}",
                       f"stat={st.st_size} {int(st.st_mtime)} {st.st_dev} {st.st_ino} "
                       f"{format(st.st_mode & 0o7777, 'o')} {self._owner_name(st.st_uid)}",
-                      f"sha256={self._sha256(p)}"]
+                      f"sha256={digest}"] + ([f"failed={failure}"] if failure else [])
             version = ""
             owner = next((dpkg[q] for q in queries[b] if q in dpkg), None)
             if owner:
@@ -248,7 +254,7 @@ class ImageSections:
             if text is None:
                 continue
             exits = [ln for ln in text.splitlines() if "Agent exited with code" in ln]
-            lines.append(f"log=/var/log/ecs/{name} {len(exits)}")
+            lines.append(f"log={quote('/var/log/ecs/' + name)} {len(exits)}")
             if exits:
                 lines.append(f"last_exit={exits[-1]}")
         return "\n".join(lines)
@@ -276,7 +282,7 @@ class ImageSections:
                     fp = hashlib.sha256(base64.b64decode(blob[1])).hexdigest()
                 except ValueError:
                     fp = "-"
-            lines.append(f"key\t{name[len('ssh_host_'):-len('_key')]}\t{fp}\t{quote(path)}")
+            lines.append(f"key\t{quote(name[len('ssh_host_'):-len('_key')])}\t{fp}\t{quote(path)}")
         for path in ("/root/.ssh/authorized_keys", "/root/.ssh/authorized_keys2"):
             text = self.fs.read_text(path, LOG_CAP) if self._is_file(path) else None
             if text is not None:

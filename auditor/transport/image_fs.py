@@ -51,9 +51,15 @@ def quote(text: str) -> str:
     """Printable ASCII other than space and `%` kept, anything else %XX-encoded: one line, one token.
 
     Names and link texts come from the image; quoted, they cannot start a line or a field of their own.
+    A byte that is not UTF-8 (a name read as bytes: Python's surrogate escape) is shown as `\\xff`.
     """
-    return "".join(c if 0x21 <= ord(c) < 0x7F and c != "%" else "".join(f"%{b:02X}" for b in c.encode())
-                   for c in text)
+    return "".join(c if 0x21 <= ord(c) < 0x7F and c != "%" else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    if 0xDC80 <= ord(char) <= 0xDCFF:  # os.fsdecode's stand-in for the raw byte
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return "".join(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass"))
 
 
 class ImageFSError(OSError):
@@ -272,26 +278,33 @@ class ImageFS:
         return st is not None and stat.S_ISDIR(st.st_mode)
 
     @contextlib.contextmanager
-    def open_regular(self, path: str) -> Iterator[tuple[int, os.stat_result] | None]:
-        """An fd of a regular file at `path` (None if absent or refused); closed after the block."""
+    def open_regular(self, path: str, why: list[str] | None = None) -> Iterator[tuple[int, os.stat_result] | None]:
+        """An fd of a regular file at `path` (None if absent or refused: then `why` gets the reason, when
+        given); closed after the block."""
         fd = -1
+        reason = "not found"
         try:
             with self._walk(path) as w:
                 if w.st is None or stat.S_ISDIR(w.st.st_mode):
                     result = None
                 elif not stat.S_ISREG(w.st.st_mode):
-                    self.note("refused", path, "not a regular file (FIFO, socket or device); not read")
+                    reason = "not a regular file (FIFO, socket or device); not read"
+                    self.note("refused", path, reason)
                     result = None
                 else:
                     fd = os.open(w.name, _READ, dir_fd=w.parent_fd)
                     st = os.fstat(fd)
                     if not stat.S_ISREG(st.st_mode):  # swapped since the lstat
-                        self.note("refused", path, "changed into a non-regular file while being read")
+                        reason = "changed into a non-regular file while being read"
+                        self.note("refused", path, reason)
                         result = None
                     else:
                         result = (fd, st)
-        except OSError:
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
             result = None
+        if result is None and why is not None:
+            why.append(reason)
         try:
             yield result
         finally:
