@@ -63,6 +63,7 @@ def handlers() -> Iterator[None]:
     finally:
         for sig, previous in saved.items():
             signal.signal(sig, previous)
+        STOP.clear()  # the command is over: work started later in this process (a test, a library caller) runs
 
 
 @contextlib.contextmanager

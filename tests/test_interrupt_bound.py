@@ -73,3 +73,16 @@ def test_sigterm_ends_an_ssh_scan_of_a_host_that_never_answers(mute_server: int,
     assert proc.returncode == 143, proc.stderr
     assert "terminated" in proc.stderr
     assert took < BOUND_S + MARGIN_S, f"{took:.1f} s from the signal to the exit"
+
+
+def test_a_stop_does_not_outlive_its_command(tmp_path: Path) -> None:
+    """An interrupted in-process command (as the ami:// tests run them) leaves no stop behind: the image
+    reader checks it at every read, so a stale one would interrupt whatever this process reads next."""
+    from auditor import interrupt
+    from auditor.app import collect_host
+    from auditor.models import HostSpec
+
+    with interrupt.handlers():
+        interrupt.STOP.set()  # what a SIGTERM during the command does
+    result = collect_host(HostSpec("img", f"image://{make_root(tmp_path / 'root')}"), binaries=["kubelet"])
+    assert result.status == "ok", result.error
