@@ -51,7 +51,7 @@ def run(tasks: list[Callable[[], T]], workers: int) -> Iterator[T]:
                     ok, value = done.get(timeout=0.2)
                     break
                 except queue.Empty:
-                    continue
+                    interrupt.check()  # a stop seen here too when this is not the thread the signal hit
             if not ok:
                 raise value  # type: ignore[misc]
             yield value  # type: ignore[misc]
