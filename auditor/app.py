@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
+from . import workers
 from .collect.framing import new_nonce, with_nonce
 from .collect.probe import DEFAULT_BINARIES, probe_args, probe_script, validate_binaries
 from .collect.snapshot import build_snapshot
@@ -104,15 +105,16 @@ def collect_hosts(
 
     # The SSM batch (its own polling threads) runs beside the other hosts, not before them: an SSM fault
     # (throttling, an agent that never answers) must not hold every SSH host until its deadline passes.
-    with ThreadPoolExecutor(max_workers=1) as ssm_pool, \
-            ThreadPoolExecutor(max_workers=max(1, min(parallel, len(rest) or 1))) as pool:
-        futures = [pool.submit(one, i) for i in rest] + ([ssm_pool.submit(ssm_batch)] if ssm else [])
-        for future in as_completed(futures):
-            for index, result in future.result():
-                results[index] = result
-                done += 1
-                if progress:
-                    progress(result, done, len(specs))
+    # Daemon workers (workers.py): a SIGTERM ends the scan within 2 s whatever a worker is doing.
+    tasks: list[Callable[[], list[tuple[int, HostResult]]]] = [ssm_batch] if ssm else []  # first: it starts at once
+    tasks += [functools.partial(one, i) for i in rest]
+    finished = workers.run(tasks, max(1, min(parallel, len(rest) or 1)) + bool(ssm))
+    for batch in finished:
+        for index, result in batch:
+            results[index] = result
+            done += 1
+            if progress:
+                progress(result, done, len(specs))
     return [r for r in results if r is not None]
 
 

@@ -3,7 +3,9 @@
 Python's default SIGTERM ends the process at once, skipping every `finally`; an `ami://` scan would then
 leave an EBS volume attached and mounted. `handlers()` (the CLI wraps each command in it) makes both
 signals set `STOP` and raise in the main thread; worker threads call `check()` between steps (and in
-their polling loops) so they stop too, run their cleanup, and the pool they run in is joined.
+their polling loops) so they stop too and run their cleanup. The pool (workers.py) waits for them only a
+moment, then runs the cleanups registered with `on_stop` itself (`run_pending_cleanups`), so a cleanup
+never waits behind the busy work it cleans up after.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 STOP = threading.Event()
+_PENDING: dict[int, Callable[[], object]] = {}  # cleanups registered with on_stop whose scope is still open
+_PENDING_LOCK = threading.Lock()
 
 
 class Interrupted(KeyboardInterrupt):
@@ -59,3 +63,35 @@ def handlers() -> Iterator[None]:
     finally:
         for sig, previous in saved.items():
             signal.signal(sig, previous)
+        STOP.clear()  # the command is over: work started later in this process (a test, a library caller) runs
+
+
+@contextlib.contextmanager
+def on_stop(cleanup: Callable[[], object]) -> Iterator[None]:
+    """Register `cleanup` for the duration: on a stop the main thread may call it (run_pending_cleanups)
+    while the registering thread is still busy, so it must be idempotent and thread-safe."""
+    with _PENDING_LOCK:
+        _PENDING[id(cleanup)] = cleanup
+    try:
+        yield
+    finally:
+        with _PENDING_LOCK:
+            _PENDING.pop(id(cleanup), None)
+
+
+def run_pending_cleanups() -> None:
+    """Run every registered cleanup now (signals held meanwhile: a second Ctrl-C must not cut one short);
+    their errors are left to their own threads, which run them again as they unwind."""
+    with _PENDING_LOCK:
+        pending = list(_PENDING.values())
+    main = threading.current_thread() is threading.main_thread()
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    if main:
+        signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        for cleanup in pending:
+            with contextlib.suppress(Exception):
+                cleanup()
+    finally:
+        if main:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)

@@ -275,6 +275,44 @@ def test_sigterm_and_sigint_during_a_scan_delete_the_volume(
     assert signal.getsignal(signal.SIGTERM) is before  # handlers restored after the command
 
 
+def test_sigterm_while_the_reader_is_stuck_cleans_up_from_the_main_thread(
+        aws: AwsStandIns, scanner: str, attach: LoopAttach, small_disk: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader blocks where no stop check reaches it (stand-in: the image read waits on an event, as a
+    read stuck in the kernel would); SIGTERM still ends the scan within 2 s and the volume is deleted by
+    the main thread instead of waiting behind the reader."""
+    import threading
+
+    ami, snap = make_ami(aws.ec2)
+    attach.disks[snap] = small_disk
+    stuck, release = threading.Event(), threading.Event()
+    sent: list[float] = []
+
+    def read_forever(self: ImageTransport, *args: Any, **kw: Any) -> None:
+        stuck.set()
+        release.wait(20)
+        raise RuntimeError("released")
+
+    def signal_when_stuck() -> None:
+        if stuck.wait(60):
+            sent.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(ImageTransport, "run", read_forever)
+    threading.Thread(target=signal_when_stuck, daemon=True).start()
+    err = io.StringIO()
+    try:
+        code = cli.main(["scan", f"ami://{ami}", "--region", REGION, "--attach-to", scanner,
+                         "--format", "json", "--out", str(tmp_path / "out")], Env(io.StringIO(), err))
+        took = time.monotonic() - sent[0]
+        assert code == 143, err.getvalue()
+        assert_nothing_left(aws, attach)  # unmounted, detached, deleted while the reader was still stuck
+        assert not release.is_set()
+    finally:
+        release.set()  # the stuck worker (a daemon thread) ends
+    assert took < 3.0, f"{took:.1f} s from SIGTERM to the end of the scan"
+
+
 KILLED_RUN = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path

@@ -4,7 +4,8 @@ dpkg: the image's database (var/lib/dpkg/status and info/*.list) is parsed here,
 confined `ImageFS`. rpm: its databases are binary, so the scanner's own `rpm --root` reads them, but only
 when the database directory resolves to the same place for the kernel as inside the image (no link out
 of the root) and holds nothing but regular files and directories; otherwise rpm facts are reported
-as not available.
+as not available. The status database is parsed once, checking the run's deadline as it goes; rpm runs
+no longer than the time left and ends at once on SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 
 from ..transport.image_fs import ImageFS, quote
 
@@ -21,32 +23,49 @@ STATUS_CAP = 256 << 20
 LIST_CAP = 64 << 20
 RPM_DBS = ("usr/lib/sysimage/rpm", "var/lib/rpm")
 RPM_TIMEOUT_S = 30
+RPM_POLL_S = 0.1  # how often a running rpm is checked for a stop or the deadline
 RC_NOT_AVAILABLE = 3
+_CHECK_EVERY = 1 << 16  # status lines between two deadline checks
 
 
-def _paragraphs(text: str) -> list[dict[str, str]]:
+def _lines(text: str) -> Iterator[str]:
+    """The lines of `text` one at a time (a list of 256 MB of empty lines would take gigabytes)."""
+    start = 0
+    while (end := text.find("\n", start)) >= 0:
+        yield text[start:end]
+        start = end + 1
+    yield text[start:]
+
+
+def _paragraphs(text: str, check_time: Callable[[], None] = lambda: None) -> list[dict[str, str]]:
     """dpkg status paragraphs as {lowercase field: value} (continuation lines skipped)."""
     out = []
-    for para in text.split("\n\n"):
-        fields: dict[str, str] = {}
-        for line in para.splitlines():
-            if line[:1] in (" ", "\t") or ":" not in line:
-                continue
+    fields: dict[str, str] = {}
+    for n, line in enumerate(_lines(text)):
+        if n % _CHECK_EVERY == 0:
+            check_time()
+        if not line:  # a blank line ends a paragraph
+            if fields.get("package"):
+                out.append(fields)
+            fields = {}
+        elif line[:1] not in (" ", "\t") and ":" in line:
             key, value = line.split(":", 1)
             fields[key.strip().lower()] = value.strip()
-        if fields.get("package"):
-            out.append(fields)
+    if fields.get("package"):
+        out.append(fields)
     return out
+
+
+def _installed(paragraphs: list[dict[str, str]]) -> Iterator[tuple[str, str, str]]:
+    for fields in paragraphs:
+        status = fields.get("status", "").split()
+        if len(status) == 3 and status[0] == "install" and status[2] == "installed":
+            yield fields["package"], fields.get("version", ""), fields.get("architecture", "")
 
 
 def parse_dpkg_status(text: str) -> list[tuple[str, str, str]]:
     """(package, version, arch) of packages dpkg considers installed (`ii`), in file order."""
-    rows = []
-    for fields in _paragraphs(text):
-        status = fields.get("status", "").split()
-        if len(status) == 3 and status[0] == "install" and status[2] == "installed":
-            rows.append((fields["package"], fields.get("version", ""), fields.get("architecture", "")))
-    return rows
+    return list(_installed(_paragraphs(text)))
 
 
 class Packages:
@@ -56,21 +75,21 @@ class Packages:
         self.fs = fs
         self.check_time = check_time
         self._rpm_checked = False
-        self._status_text: str | None = None
+        self._status_paragraphs: list[dict[str, str]] | None = None
         self._versions: dict[str, str] | None = None
         self._rpm_db: str | None = None
 
-    def _status(self) -> str:
-        if self._status_text is None:
-            self._status_text = self.fs.read_text("var/lib/dpkg/status", STATUS_CAP) or ""
-            self.check_time()
-        return self._status_text
+    def _status(self) -> list[dict[str, str]]:
+        if self._status_paragraphs is None:
+            text = self.fs.read_text("var/lib/dpkg/status", STATUS_CAP) or ""
+            self._status_paragraphs = _paragraphs(text, self.check_time)
+        return self._status_paragraphs
 
     def dpkg_version(self, package: str) -> str:
         """The Version dpkg records for `package` (`dpkg-query -W -f='${Version}'`), '' when unknown."""
         if self._versions is None:
             self._versions = {}
-            for fields in _paragraphs(self._status()):
+            for fields in self._status():
                 self._versions.setdefault(fields["package"], fields.get("version", ""))
         return self._versions.get(package, "")
 
@@ -88,9 +107,8 @@ class Packages:
             self.check_time()
             text = self.fs.read_text(f"var/lib/dpkg/info/{name}", LIST_CAP) or ""
             package = quote(name[: -len(".list")].split(":", 1)[0])
-            for line in text.splitlines():
-                if line in paths:
-                    owners.setdefault(line, package)
+            for line in paths.intersection(text.splitlines()):
+                owners.setdefault(line, package)
         return owners
 
     def rpm_db(self) -> str | None:
@@ -124,12 +142,26 @@ class Packages:
         db = self.rpm_db()
         if db is None:
             return None
+        end = time.monotonic() + RPM_TIMEOUT_S
         try:
-            proc = subprocess.run(["rpm", "--root", str(self.fs.root), "--dbpath", db, *args],
-                                  capture_output=True, timeout=RPM_TIMEOUT_S, check=False)
-        except (OSError, subprocess.TimeoutExpired):
+            with subprocess.Popen(["rpm", "--root", str(self.fs.root), "--dbpath", db, *args],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+                while True:
+                    try:
+                        out, _ = proc.communicate(timeout=RPM_POLL_S)
+                        break
+                    except subprocess.TimeoutExpired:
+                        try:
+                            self.check_time()  # the deadline, and SIGINT/SIGTERM
+                        except BaseException:
+                            proc.kill()
+                            raise
+                        if time.monotonic() > end:
+                            proc.kill()
+                            return None
+        except OSError:
             return None
-        return proc.stdout[: 64 << 20].decode("utf-8", "replace") if proc.returncode == 0 else None
+        return out[: 64 << 20].decode("utf-8", "replace") if proc.returncode == 0 else None
 
     def rpm_owner(self, path: str) -> str | None:
         out = self._rpm(["-qf", "--qf", "%{NAME}\\t%{VERSION}-%{RELEASE}\\t%{VENDOR}\\n", path])
@@ -139,7 +171,7 @@ class Packages:
     def section(self) -> tuple[str, int]:
         """The `packages` section: `manager=` then `name<TAB>version<TAB>arch` rows."""
         if self.has_dpkg():
-            rows = sorted(set(parse_dpkg_status(self._status())))
+            rows = sorted(set(_installed(self._status())))
             return "\n".join(["manager=dpkg", *("\t".join(r) for r in rows)]), 0
         out = self._rpm(["-qa", "--qf", "%{NAME}\\t%{VERSION}-%{RELEASE}\\t%{ARCH}\\n"])
         if out is not None:

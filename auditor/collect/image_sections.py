@@ -5,6 +5,11 @@ with the run's nonce (framing.py). Nothing in the image is executed; every file 
 image root with a size cap; runtime sections say "not applicable" (RC_OFFLINE). What the reader
 refused or found suspicious (a link leading out of the root, a FIFO, a cut read) goes into an extra
 `confinement` section, one note per line.
+
+Bounded in time as in size: every read checks the run's deadline (ImageFS.check_time), and every pattern
+over image text is RE2 (linear in the line; a backtracking pattern is quadratic on a hostile line). A
+section the deadline cuts, and every section after it, ends with the timeout status (RC_TIMED_OUT): a
+failed area named in the report, while what was read before it is kept.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import re2  # type: ignore[import-untyped]
+
 from ..errors import ProbeTimeout
 from ..transport.image_fs import ImageFS, quote
 from . import framing
-from .collectors import RC_NOT_AVAILABLE, RC_OFFLINE
+from .collectors import RC_NOT_AVAILABLE, RC_OFFLINE, RC_TIMED_OUT
 from .image_packages import Packages
 from .image_units import list_unit_files
 
@@ -41,12 +48,22 @@ HISTORIES = (".bash_history", ".zsh_history", ".ash_history", ".sh_history", ".p
 CREDENTIAL_FILES = ((".aws/credentials", "aws-credentials"), (".netrc", "netrc"),
                     (".git-credentials", "git-credentials"), (".pgpass", "pgpass"))
 PACKAGE_CACHES = ("/var/cache/apt", "/var/lib/apt/lists", "/var/cache/yum", "/var/cache/dnf")
+
+
+def _linear(pattern: str) -> Any:
+    """An RE2 pattern with grep -E's leftmost-longest matches, in time linear in the text."""
+    options = re2.Options()
+    options.longest_match = True
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
+
 _B64 = re.compile(r"^[A-Za-z0-9+/=]+$")
-_AWS_KEY_ID = re.compile(r"A(KI|SI)A[0-9A-Z]{16}")
-_SECRET_VARIABLE = re.compile(r"^\s*(export\s+)?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|AUTH_DATA)[A-Z0-9_]*"
-                              r"\s*=\s*\S")
-_AWS_CONFIG_SECRET = re.compile(r"^\s*aws_(secret_access_key|session_token)\s*=", re.IGNORECASE)
-_DOCKER_AUTH = re.compile(r'"auth"')
+_AWS_KEY_ID = _linear(r"A(KI|SI)A[0-9A-Z]{16}")
+_SECRET_VARIABLE = _linear(r"^\s*(export\s+)?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|AUTH_DATA)[A-Z0-9_]*"
+                           r"\s*=\s*\S")
+_AWS_CONFIG_SECRET = _linear(r"(?i)^\s*aws_(secret_access_key|session_token)\s*=")
+_DOCKER_AUTH = _linear(r'"auth"')
 CONFINEMENT = "confinement"  # the extra section listing what the image reader refused or reported
 MAX_NOTES_SHOWN = 10
 
@@ -74,19 +91,14 @@ def _natural(name: str) -> list[tuple[int, int | str]]:
 class ImageSections:
     """One run over one image: `text()` returns the framed sections and the done marker."""
 
-    def __init__(self, fs: ImageFS, nonce: str, binaries: list[str], deadline: float,
-                 exec_versions: bool = False):
+    def __init__(self, fs: ImageFS, nonce: str, binaries: list[str], exec_versions: bool = False):
         self.fs = fs
         self.nonce = nonce
         self.binaries = binaries
         self.exec_versions = exec_versions  # asked for --version runs: refused for images, and said so
-        self.deadline = deadline
+        self.check_time = fs.check_time  # the run's deadline and SIGINT/SIGTERM
         self.packages = Packages(fs, self.check_time)
         self._owners: dict[int, str] | None = None
-
-    def check_time(self) -> None:
-        if time.monotonic() > self.deadline:
-            raise ProbeTimeout("image read did not finish within its deadline")
 
     def identity(self) -> str:
         image_id = " ".join((self.fs.read_text("etc/image-id", SMALL_CAP) or "").splitlines())
@@ -103,7 +115,7 @@ class ImageSections:
 
     def kernel(self) -> str:
         names = set(self.fs.listdir("lib/modules") or []) | set(self.fs.listdir("usr/lib/modules") or [])
-        return f"release={max(names, key=_natural) if names else ''}"
+        return f"release={quote(max(names, key=_natural)) if names else ''}"
 
     def systemd_version(self) -> tuple[str, int]:
         dirs = list(SYSTEMD_LIBS)
@@ -137,19 +149,24 @@ class ImageSections:
                     return candidate
         return None
 
-    def _sha256(self, path: str) -> str:
-        with self.fs.open_regular(path) as opened:
+    def _sha256(self, path: str) -> tuple[str, str | None]:
+        """The file's sha256, or '' and why it was not computed (the row's `failed=` line)."""
+        why: list[str] = []
+        with self.fs.open_regular(path, why) as opened:
             if opened is None:
-                return ""
+                return "", f"sha256 not computed: {why[0] if why else 'not readable'}"
             fd, st = opened
             if st.st_size > HASH_CAP:
                 self.fs.note("truncated", path, f"not hashed: {st.st_size} bytes is over the {HASH_CAP}-byte cap")
-                return ""
+                return "", f"sha256 not computed: {st.st_size} bytes is over the {HASH_CAP}-byte hash cap"
             digest = hashlib.sha256()
-            while chunk := os.read(fd, 1 << 20):
-                digest.update(chunk)
-                self.check_time()
-            return digest.hexdigest()
+            try:
+                while chunk := os.read(fd, 1 << 20):
+                    digest.update(chunk)
+                    self.check_time()
+            except OSError as exc:
+                return "", f"sha256 not computed: {exc.strerror or type(exc).__name__}"
+            return digest.hexdigest(), None
 
     def _evidence_files(self) -> list[str]:
         files = []
@@ -164,7 +181,7 @@ class ImageSections:
     def _urls(self, names: set[str]) -> dict[str, list[str]]:
         """`url=FILE MATCH` lines per binary name, as the probe's grep -ohE … | head -n 5 gives them."""
         out: dict[str, list[str]] = {n: [] for n in names}
-        pats = {n: re.compile(r"(https?|s3)://[^ \"'<>]*/" + re.escape(n) + r"([.][A-Za-z0-9]+)?([ \"'<>]|$)")
+        pats = {n: _linear(r"(https?|s3)://[^ \"'<>]*/" + re2.escape(n) + r"([.][A-Za-z0-9]+)?([ \"'<>]|$)")
                 for n in names}
         for f in self._evidence_files():
             text = self.fs.read_text(f, LOG_CAP)
@@ -172,7 +189,13 @@ class ImageSections:
             if not text:
                 continue
             for n, pat in pats.items():
-                hits = [m.group(0) for line in text.splitlines() if n in line for m in pat.finditer(line)]
+                hits: list[str] = []
+                for line in text.splitlines():
+                    if n in line:
+                        hits += [m.group(0) for m in pat.finditer(line)]
+                        if len(hits) >= 5:
+                            break
+                        self.check_time()
                 out[n] += [f"url={quote(f)} {hit}" for hit in hits[:5]]
         return out
 
@@ -191,10 +214,11 @@ class ImageSections:
             if not p or st is None:
                 lines.append("found=0")
                 continue
+            digest, failure = self._sha256(p)  # a binary left unhashed fails its row: never a complete host
             lines += ["found=1", f"path={p}", f"realpath={quote(real[b])}",
                       f"stat={st.st_size} {int(st.st_mtime)} {st.st_dev} {st.st_ino} "
                       f"{format(st.st_mode & 0o7777, 'o')} {self._owner_name(st.st_uid)}",
-                      f"sha256={self._sha256(p)}"]
+                      f"sha256={digest}"] + ([f"failed={failure}"] if failure else [])
             version = ""
             owner = next((dpkg[q] for q in queries[b] if q in dpkg), None)
             if owner:
@@ -230,12 +254,12 @@ class ImageSections:
             if text is None:
                 continue
             exits = [ln for ln in text.splitlines() if "Agent exited with code" in ln]
-            lines.append(f"log=/var/log/ecs/{name} {len(exits)}")
+            lines.append(f"log={quote('/var/log/ecs/' + name)} {len(exits)}")
             if exits:
                 lines.append(f"last_exit={exits[-1]}")
         return "\n".join(lines)
 
-    def _has_line(self, path: str, pattern: re.Pattern[str]) -> bool:
+    def _has_line(self, path: str, pattern: Any) -> bool:
         text = self.fs.read_text(path, SMALL_CAP) or ""
         return any(pattern.search(line) for line in text.splitlines())
 
@@ -258,7 +282,7 @@ class ImageSections:
                     fp = hashlib.sha256(base64.b64decode(blob[1])).hexdigest()
                 except ValueError:
                     fp = "-"
-            lines.append(f"key\t{name[len('ssh_host_'):-len('_key')]}\t{fp}\t{quote(path)}")
+            lines.append(f"key\t{quote(name[len('ssh_host_'):-len('_key')])}\t{fp}\t{quote(path)}")
         for path in ("/root/.ssh/authorized_keys", "/root/.ssh/authorized_keys2"):
             text = self.fs.read_text(path, LOG_CAP) if self._is_file(path) else None
             if text is not None:
@@ -326,10 +350,19 @@ class ImageSections:
             ("packages", self.packages.section),
         ]
         out = []
+        late = False  # the deadline has passed: this section and every one after it timed out
         for name, produce in steps:
-            self.check_time()
-            result = produce()
-            body, rc = result if isinstance(result, tuple) else (result, 0)
+            if name in RUNTIME:
+                body, rc = "", RC_OFFLINE
+            elif late:
+                body, rc = "", RC_TIMED_OUT
+            else:
+                try:
+                    self.check_time()
+                    result = produce()
+                    body, rc = result if isinstance(result, tuple) else (result, 0)
+                except ProbeTimeout:
+                    late, body, rc = True, "", RC_TIMED_OUT
             out.append(framing.section_text(self.nonce, name, body, rc))
         out.append(framing.section_text(self.nonce, CONFINEMENT, "\n".join(n.line() for n in self.fs.notes)))
         cpu = time.process_time() - started

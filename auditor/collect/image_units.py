@@ -5,14 +5,20 @@ transient, disabled, indirect, static, and `bad` for a unit file that cannot be 
 preset column. Everything is read through `ImageFS`, so a unit link cannot reach the scanner's files,
 and no scanner binary parses the image's unit files. Enablement links are only read (readlink), never
 followed; a mask is recognised by its link text `/dev/null` (the image's /dev is usually empty).
+
+Time: every read checks the run's deadline (ImageFS); preset rules are indexed once (exact names in a
+dict, each glob compiled at most once and only when its literal prefix and suffix fit the unit), so a
+preset file of tens of thousands of globs costs one pass, not one compile per rule and unit.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 import stat
+from collections.abc import Callable
 
-from ..transport.image_fs import ImageFS
+from ..transport.image_fs import ImageFS, quote
 
 UNIT_DIRS: tuple[tuple[str, str], ...] = (  # (dir, kind) in systemd's system-scope search order
     ("etc/systemd/system.control", "config"),
@@ -48,7 +54,10 @@ def _install(text: str) -> dict[str, list[str]]:
         if section != "Install" or "=" not in line:
             continue
         key, value = (s.strip() for s in line.split("=", 1))
-        out[key] = out.get(key, []) + value.split() if value else []
+        if value:
+            out.setdefault(key, []).extend(value.split())  # in place: a copy per line is quadratic
+        else:
+            out[key] = []
     return out
 
 
@@ -75,15 +84,71 @@ def _presets(fs: ImageFS) -> list[tuple[str, str, list[str]]]:
     return rules
 
 
-def _preset(rules: list[tuple[str, str, list[str]]], name: str) -> str:
-    template = _template(name)
-    for verb, pattern, instances in rules:
-        hit = fnmatch.fnmatchcase(name, pattern)
-        if not hit and template and instances and pattern == template:
-            hit = name[name.find("@") + 1: name.rfind(".")] in instances
-        if hit:
-            return {"enable": "enabled", "disable": "disabled"}.get(verb, "ignored")
-    return "enabled"
+_GLOB = re.compile(r"[*?\[]")  # what makes a preset pattern a glob for fnmatch
+_GLOB_PARTS = re.compile(r"[*?\[\]]")  # the literal tail is what follows the last of these
+_CHECK_EVERY = 1024  # glob rules tried between two deadline checks
+
+
+class _Glob:
+    """One glob rule: its literal ends rule most names out before the pattern is compiled (once)."""
+
+    def __init__(self, index: int, pattern: str):
+        self.index = index
+        self.pattern = pattern
+        self.prefix = pattern[:_GLOB.search(pattern).start()]  # type: ignore[union-attr]
+        self.suffix = _GLOB_PARTS.split(pattern)[-1]
+        self._match: Callable[[str], object] | None = None
+
+    def hits(self, name: str) -> bool:
+        if not (name.startswith(self.prefix) and name.endswith(self.suffix)):
+            return False
+        if self._match is None:
+            self._match = re.compile(fnmatch.translate(self.pattern)).match
+        return self._match(name) is not None
+
+
+class _Presets:
+    """systemd's preset lookup (the first rule that matches wins), indexed once per image."""
+
+    def __init__(self, rules: list[tuple[str, str, list[str]]], check_time: Callable[[], None]):
+        self.verbs = [verb for verb, _, _ in rules]
+        self.check_time = check_time
+        self.exact: dict[str, int] = {}  # unit name → its first rule without a glob
+        self.instances: dict[str, list[tuple[int, frozenset[str]]]] = {}  # template → rules listing instances
+        self.globs: list[_Glob] = []
+        for i, (_, pattern, instances) in enumerate(rules):
+            if _GLOB.search(pattern):
+                self.globs.append(_Glob(i, pattern))
+            else:
+                self.exact.setdefault(pattern, i)
+                if instances:
+                    self.instances.setdefault(pattern, []).append((i, frozenset(instances)))
+
+    def first(self, name: str) -> int | None:
+        best = self.exact.get(name)
+        template = _template(name)
+        if template:
+            instance = name[name.find("@") + 1: name.rfind(".")]
+            for i, names in self.instances.get(template, []):
+                if best is not None and i >= best:
+                    break
+                if instance in names:
+                    best = i
+                    break
+        for n, glob in enumerate(self.globs):
+            if best is not None and glob.index >= best:
+                break
+            if n % _CHECK_EVERY == 0:
+                self.check_time()
+            if glob.hits(name):
+                return glob.index
+        return best
+
+    def state(self, name: str) -> str:
+        i = self.first(name)
+        if i is None:
+            return "enabled"
+        return {"enable": "enabled", "disable": "disabled"}.get(self.verbs[i], "ignored")
 
 
 def _enabled(fs: ImageFS) -> dict[str, str]:
@@ -107,7 +172,7 @@ class _Lister:
     def __init__(self, fs: ImageFS):
         self.fs = fs
         self.enabled = _enabled(fs)
-        self.rules = _presets(fs)
+        self.presets = _Presets(_presets(fs), fs.check_time)
         self.dirs: list[tuple[str, str]] = []
         seen = set()
         for d, kind in UNIT_DIRS:
@@ -173,8 +238,8 @@ class _Lister:
         for name in order:
             d, kind = first[name]
             state = self.state(d, kind, name)
-            preset = "-" if state in NO_PRESET else _preset(self.rules, name)
-            rows[name] = f"{name} {state} {preset}"
+            preset = "-" if state in NO_PRESET else self.presets.state(name)
+            rows[name] = f"{quote(name)} {state} {preset}"  # a name is one field, shown escaped if not ASCII
         return [rows[n] for n in sorted(rows)]
 
 

@@ -4,8 +4,9 @@ DescribeImages → CreateVolume from the root snapshot in the scanner's AZ (tagg
 scanning instance (IMDS, or --attach-to) → the block device (ami_disk) → mounted read-only, journal not
 replayed → the `image://` reader on the mount point (nothing in the image is executed) → unmount,
 detach, delete. Cleanup runs in `finally` whatever failed, and on SIGINT/SIGTERM (interrupt.py): the
-steps check for a stop and unwind. A run killed with SIGKILL leaves a tagged volume that
-`ami-auditor ami cleanup` deletes once its expiry tag has passed.
+steps check for a stop and unwind, and a run whose worker is still busy (deep in a read) is cleaned up
+by the main thread (interrupt.on_stop), never left to wait behind it. A run killed with SIGKILL leaves a
+tagged volume that `ami-auditor ami cleanup` deletes once its expiry tag has passed.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class AmiRun:
         self.device: str | None = None
         self.mountpoint: str | None = None
         self.before: set[str] = set()
+        self._cleanup_lock = threading.Lock()
 
     # --- the steps, in order ---------------------------------------------------------------------
     def connect(self) -> None:
@@ -155,19 +157,24 @@ class AmiRun:
             self.volume_id = None
 
     def cleanup(self) -> list[str]:
-        """Unmount, detach, delete: each tried even when one before it failed; what could not be done."""
-        problems = []
-        for step in ("unmount", "detach", "delete"):
-            try:
-                getattr(self, step)()
-            except Exception as exc:  # noqa: BLE001 - go on: a later step may still succeed
-                problems.append(f"{step}: {exc}")
-        if not self.attached:  # the name is free again (a volume still attached keeps it taken)
-            with _RESERVED_LOCK:
-                _RESERVED.discard((str(self.instance_id), self.device_name))
-        return problems
+        """Unmount, detach, delete: each tried even when one before it failed; what could not be done.
+        Idempotent and locked: the worker and, on a stop, the main thread may both call it."""
+        with self._cleanup_lock:
+            problems = []
+            for step in ("unmount", "detach", "delete"):
+                try:
+                    getattr(self, step)()
+                except Exception as exc:  # noqa: BLE001 - go on: a later step may still succeed
+                    problems.append(f"{step}: {exc}")
+            if not self.attached:  # the name is free again (a volume still attached keeps it taken)
+                with _RESERVED_LOCK:
+                    _RESERVED.discard((str(self.instance_id), self.device_name))
+            return problems
 
     def __enter__(self) -> AmiRun:
+        # registered: on a stop, the main thread runs it if this run's worker is still busy reading the volume
+        self._registration = interrupt.on_stop(self.cleanup)
+        self._registration.__enter__()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -177,8 +184,9 @@ class AmiRun:
         if main:  # a second Ctrl-C must not cut the cleanup short: the signal waits until it is done
             signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
         try:
-            problems = self.cleanup()
+            problems = self.cleanup()  # again if the main thread ran it on a stop: whatever is left since
         finally:
+            self._registration.__exit__(None, None, None)
             if main:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
         if not problems:

@@ -58,9 +58,9 @@ class ImageTransport:
             raise TransportError("image reader: the probe script carries no run nonce (framing.with_nonce)")
         started = time.monotonic()
         try:
-            with ImageFS(self.root) as fs:
+            with ImageFS(self.root, deadline=started + deadline_s) as fs:
                 flags, binaries = split_probe_args(args)
-                text = ImageSections(fs, nonce, binaries, started + deadline_s, EXEC_VERSIONS_FLAG in flags).text()
+                text = ImageSections(fs, nonce, binaries, EXEC_VERSIONS_FLAG in flags).text()
         except OSError as exc:
             raise TransportError(f"image {self.root}: {exc.strerror or exc}") from exc
         data = text.encode("utf-8", "replace")

@@ -13,6 +13,9 @@ Because `..` never reaches the filesystem and every step opens a child of an fd 
 O_NOFOLLOW, swapping a directory for a symlink during the walk makes the open fail; it cannot lead
 out of the root. (A directory renamed out of the root while we hold its fd is the one race
 RESOLVE_IN_ROOT would also catch; that needs write access to the scanner's own tree.)
+
+Every lookup, read chunk and directory batch checks the run's deadline and SIGINT/SIGTERM (`check_time`),
+so no reader path built on this class can outlive `--deadline` or a stop by more than one step.
 """
 
 from __future__ import annotations
@@ -22,10 +25,14 @@ import errno
 import os
 import re
 import stat
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from .. import interrupt
+from ..errors import ProbeTimeout
 
 MAX_LINKS = 40  # like the kernel's MAXSYMLINKS
 PSEUDO_FS = frozenset({
@@ -37,15 +44,22 @@ MAX_DIR_ENTRIES = 100_000  # a big image's var/lib/dpkg/info holds ~5 files per 
 MAX_DU_ENTRIES = 200_000  # entries `disk_usage` visits before it stops (and notes the cut)
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_CHECK_EVERY = 1024  # directory entries between two deadline checks
 
 
 def quote(text: str) -> str:
     """Printable ASCII other than space and `%` kept, anything else %XX-encoded: one line, one token.
 
     Names and link texts come from the image; quoted, they cannot start a line or a field of their own.
+    A byte that is not UTF-8 (a name read as bytes: Python's surrogate escape) is shown as `\\xff`.
     """
-    return "".join(c if 0x21 <= ord(c) < 0x7F and c != "%" else "".join(f"%{b:02X}" for b in c.encode())
-                   for c in text)
+    return "".join(c if 0x21 <= ord(c) < 0x7F and c != "%" else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    if 0xDC80 <= ord(char) <= 0xDCFF:  # os.fsdecode's stand-in for the raw byte
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return "".join(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass"))
 
 
 class ImageFSError(OSError):
@@ -121,8 +135,9 @@ def foreign_mounts(root: str, mountinfo: str = "/proc/self/mountinfo") -> dict[s
 class ImageFS:
     """An image root opened once; every read resolves inside it."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, deadline: float | None = None):
         self.root = root
+        self.deadline = deadline  # time.monotonic() by which the run's reads must end (None: no bound)
         self.root_fd = os.open(root, _DIR & ~os.O_NOFOLLOW)  # the operator's path itself may be a link
         self.notes: list[Note] = []
         self._seen: set[tuple[str, str]] = set()
@@ -140,6 +155,12 @@ class ImageFS:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def check_time(self) -> None:
+        """Raise Interrupted on SIGINT/SIGTERM and ProbeTimeout once the deadline has passed."""
+        interrupt.check()
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise ProbeTimeout("image read did not finish within its deadline")
+
     def note(self, kind: str, path: str, detail: str) -> None:
         path = "/" + "/".join(_split(path))
         if (kind, path) not in self._seen:
@@ -149,6 +170,7 @@ class ImageFS:
     @contextlib.contextmanager
     def _walk(self, path: str, follow: bool = True) -> Iterator[_Walk]:
         """Resolve `path` (image-absolute) as chroot would; yields the final component, fds closed after."""
+        self.check_time()
         todo = deque(_split(path))
         stack: list[tuple[str, int]] = []
         hops = 0
@@ -256,26 +278,33 @@ class ImageFS:
         return st is not None and stat.S_ISDIR(st.st_mode)
 
     @contextlib.contextmanager
-    def open_regular(self, path: str) -> Iterator[tuple[int, os.stat_result] | None]:
-        """An fd of a regular file at `path` (None if absent or refused); closed after the block."""
+    def open_regular(self, path: str, why: list[str] | None = None) -> Iterator[tuple[int, os.stat_result] | None]:
+        """An fd of a regular file at `path` (None if absent or refused: then `why` gets the reason, when
+        given); closed after the block."""
         fd = -1
+        reason = "not found"
         try:
             with self._walk(path) as w:
                 if w.st is None or stat.S_ISDIR(w.st.st_mode):
                     result = None
                 elif not stat.S_ISREG(w.st.st_mode):
-                    self.note("refused", path, "not a regular file (FIFO, socket or device); not read")
+                    reason = "not a regular file (FIFO, socket or device); not read"
+                    self.note("refused", path, reason)
                     result = None
                 else:
                     fd = os.open(w.name, _READ, dir_fd=w.parent_fd)
                     st = os.fstat(fd)
                     if not stat.S_ISREG(st.st_mode):  # swapped since the lstat
-                        self.note("refused", path, "changed into a non-regular file while being read")
+                        reason = "changed into a non-regular file while being read"
+                        self.note("refused", path, reason)
                         result = None
                     else:
                         result = (fd, st)
-        except OSError:
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
             result = None
+        if result is None and why is not None:
+            why.append(reason)
         try:
             yield result
         finally:
@@ -290,6 +319,7 @@ class ImageFS:
             fd, st = opened
             data = bytearray()
             while len(data) < cap:
+                self.check_time()
                 chunk = os.read(fd, min(1 << 20, cap - len(data)))
                 if not chunk:
                     break
@@ -316,6 +346,8 @@ class ImageFS:
         try:
             with os.scandir(fd) as it:
                 for entry in it:
+                    if len(names) % _CHECK_EVERY == 0:
+                        self.check_time()
                     if len(names) >= cap:
                         self.note("truncated", path, f"only the first {cap} directory entries were read")
                         break
@@ -347,6 +379,8 @@ class ImageFS:
                     with os.scandir(fd) as it:
                         for entry in it:
                             visited += 1
+                            if visited % _CHECK_EVERY == 0:
+                                self.check_time()
                             if visited > cap:
                                 self.note("truncated", path, f"disk usage counted over the first {cap} entries only")
                                 return blocks // 2
