@@ -56,7 +56,7 @@ def product_arn(region: str, account: str) -> str:
     return f"arn:{partition_of(region)}:securityhub:{region}:{account}:product/{account}/default"
 
 
-def _instance_of(host: dict[str, Any]) -> str | None:
+def instance_of(host: dict[str, Any]) -> str | None:
     summary = host.get("facts_summary") or {}
     labels = host.get("labels") or {}
     target = str(host.get("target") or "")
@@ -76,7 +76,7 @@ def resource(host: dict[str, Any] | None, name: str, region: str, account: str) 
     az = az if isinstance(az, str) and _AZ.match(az) else None
     ami = summary.get("ami_id") or labels.get("ami_id")
     ami = ami if isinstance(ami, str) and _AMI.match(ami) else None
-    instance = _instance_of(host)
+    instance = instance_of(host)
     where = _AZ.match(az).group(1) if az else region  # type: ignore[union-attr]
     tags = {k: cut(v, 256) for k, v in (("ami-auditor:host", name), ("ami-auditor:az", az)) if v}
     if instance:

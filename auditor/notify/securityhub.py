@@ -17,13 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..textsafe import one_line
-from . import asff
+from . import asff, backoff
 
 BATCH = 100  # BatchImportFindings: Findings is 1..100
-ATTEMPTS = 6
-BACKOFF_S = 0.5
-TIMEOUT_S = 20.0
-THROTTLED = frozenset({"TooManyRequestsException", "ThrottlingException", "Throttling", "LimitExceededException"})
 SHOWN_FAILURES = 5
 _VOLATILE = ("UpdatedAt", "LastObservedAt")
 
@@ -80,33 +76,13 @@ def batches(docs: list[dict[str, Any]], size: int = BATCH) -> Iterator[list[dict
 
 
 def client(region: str) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    config = Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=TIMEOUT_S,
-                    read_timeout=TIMEOUT_S)  # throttling is retried here, with our own backoff
-    return boto3.client("securityhub", region_name=region, config=config)
+    return backoff.client("securityhub", region)
 
 
 def account_id(region: str) -> str:
     import boto3
 
     return str(boto3.client("sts", region_name=region).get_caller_identity()["Account"])
-
-
-def call_with_backoff(call: Callable[[], Any], sleep: Callable[[float], None] = time.sleep,
-                      attempts: int = ATTEMPTS) -> Any:
-    """`call()`, again after a throttling error (0.5 s, 1 s, 2 s …); any other error is raised."""
-    from botocore.exceptions import ClientError
-
-    for attempt in range(attempts):
-        try:
-            return call()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") not in THROTTLED or attempt + 1 == attempts:
-                raise
-        sleep(BACKOFF_S * 2**attempt)
-    raise AssertionError("unreachable")
 
 
 def import_findings(hub: Any, docs: list[dict[str, Any]],
@@ -118,7 +94,7 @@ def import_findings(hub: Any, docs: list[dict[str, Any]],
     failed: list[str] = []
     for batch in batches(docs):
         try:
-            answer = call_with_backoff(functools.partial(hub.batch_import_findings, Findings=batch), sleep)
+            answer = backoff.call_with_backoff(functools.partial(hub.batch_import_findings, Findings=batch), sleep)
         except (ClientError, BotoCoreError) as exc:
             failed.extend(f"{d['Id']}: {type(exc).__name__}: {exc}" for d in batch[:1])
             failed.extend(d["Id"] for d in batch[1:])

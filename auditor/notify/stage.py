@@ -15,7 +15,7 @@ from ..context import Env
 from ..errors import InputError
 from ..options import NotifyOptions
 from ..textsafe import one_line
-from . import ledger, securityhub
+from . import ledger, securityhub, ssm_compliance
 from .message import new_findings, payload
 from .send import Target, deliver, parse_target
 
@@ -27,7 +27,7 @@ def _securityhub(region: str, doc: dict[str, Any], entries: dict[str, dict[str, 
     return securityhub.sync(region, doc, entries).text(f"securityhub:{region}")
 
 
-SYNCS: dict[str, Sync] = {"securityhub": _securityhub}
+SYNCS: dict[str, Sync] = {"securityhub": _securityhub, "ssm-compliance": ssm_compliance.sync}
 
 
 @dataclass(frozen=True)
