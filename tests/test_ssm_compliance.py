@@ -97,3 +97,17 @@ def test_the_endpoint_enforces_the_documented_shapes(aws: AwsStandIns) -> None:
                       ({"Items": [item], "ResourceId": "i-0000000000000beef"}, "InvalidResourceId")]:
         with pytest.raises(ClientError, match=code):
             ssm.put_compliance_items(**{**base, **bad})
+
+
+def test_the_iam_policy_allows_both_notify_calls_and_no_more() -> None:
+    import json
+
+    policy = json.loads((Path(__file__).resolve().parents[1] / "docs/iam-policy.json").read_text())
+    by_sid = {s["Sid"]: s for s in policy["Statement"]}
+    hub = by_sid["NotifySecurityHubImportOwnAccountOnly"]
+    assert hub["Action"] == "securityhub:BatchImportFindings"
+    assert hub["Resource"].endswith(":product/ACCOUNT_ID/default")  # the product ProductArn names (asff.py)
+    assert hub["Condition"]["StringEquals"]["securityhub:TargetAccount"] == "ACCOUNT_ID"
+    assert by_sid["NotifySsmComplianceOnInstances"]["Action"] == "ssm:PutComplianceItems"
+    actions = {a for s in policy["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert "ssm:DescribeInstanceInformation" in actions  # which instances SSM manages
