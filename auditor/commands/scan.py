@@ -31,8 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="history store (SQLite) to record this scan in and derive trend facts from "
                         f"(default {DEFAULT_SHOWN}; see `ami-auditor history list`)")
     h.add_argument("--no-store", action="store_true", help="do not record this scan (no trend facts)")
-    h.add_argument("--notify", action="append", default=[], metavar="sns:ARN|webhook:URL",
-                   help="alert on findings first seen in this scan (needs the store); repeatable")
+    h.add_argument("--notify", action="append", default=[],
+                   metavar="sns:ARN|webhook:URL|securityhub[:REGION]|ssm-compliance[:REGION]",
+                   help="alert on findings first seen in this scan, or keep Security Hub / SSM Compliance in "
+                        "step with the findings (needs the store); repeatable")
     add_compare_options(p)
     add_output_options(p)
     p.set_defaults(func=run)

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
+from .regions import check_region
 
 _ARN = re.compile(r"^arn:aws[a-z-]*:sns:(?P<region>[a-z0-9-]+):\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?$")  # DNS names and IPv4; IDNs as punycode
+AWS_SERVICES = {"securityhub": "securityhub", "ssm-compliance": "ssm"}  # their senders: stage.SYNCS
 ATTEMPTS = 3
 TIMEOUT_S = 10.0
 BACKOFF_S = 0.5
@@ -30,14 +32,14 @@ BACKOFF_S = 0.5
 
 @dataclass(frozen=True)
 class Target:
-    kind: str  # sns | webhook
-    address: str
+    kind: str  # sns | webhook | securityhub | ssm-compliance
+    address: str  # the topic ARN, the URL, or the region
     region: str | None = None
 
     @property
     def shown(self) -> str:
-        if self.kind == "sns":
-            return f"sns:{self.address}"
+        if self.kind != "webhook":
+            return f"{self.kind}:{self.address}"
         return f"webhook:{_origin(urllib.parse.urlsplit(self.address))}/…"
 
     def redact(self, text: str) -> str:
@@ -101,7 +103,11 @@ def parse_target(text: str) -> Target:
     if kind == "webhook":
         _check_webhook(rest)
         return Target("webhook", rest)
-    raise InputError(f"--notify: give sns:TOPIC_ARN or webhook:URL, not {kind!r}")
+    if kind in AWS_SERVICES:
+        region = check_region(kind, rest, AWS_SERVICES[kind])
+        return Target(kind, region, region)
+    raise InputError(f"--notify: give sns:TOPIC_ARN, webhook:URL, securityhub[:REGION] or ssm-compliance[:REGION], "
+                     f"not {kind!r}")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import html_renderer, json_renderer, junit_renderer, markdown_renderer, prom_renderer
+from . import asff_renderer, html_renderer, json_renderer, junit_renderer, markdown_renderer, prom_renderer
 
 Renderer = Callable[[dict[str, Any]], str]
 
@@ -20,6 +20,7 @@ RENDERERS: dict[str, tuple[Renderer, str]] = {
     "md": (markdown_renderer.render, "md"),
     "junit": (junit_renderer.render, "xml"),
     "prom": (prom_renderer.render, "prom"),
+    "asff": (asff_renderer.render, "asff.json"),
 }
 
 # formats that can also render straight to UTF-8 bytes (the same content), written without a text copy

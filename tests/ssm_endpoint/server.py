@@ -21,6 +21,13 @@ locally with /bin/sh — and enforces SSM's documented limits:
 - ListCommands (by CommandId): Status terminal once every invocation is, TargetCount, counts;
 - statuses per instance on demand: Undeliverable, delivery TimedOut, execution TimedOut (the script
   is really killed at executionTimeout), Terminated, Failed (a non-zero exit);
+- PutComplianceItems: the request shapes and limits of the API reference (ResourceType ManagedInstance,
+  ComplianceType `[A-Za-z0-9_-]\\w+` or `Custom:…` ≤ 100, ExecutionSummary.ExecutionTime required,
+  ExecutionId ≤ 100, ≤ 10,000 Items with Severity/Status enums, Title ≤ 500, Details keys 1…64 and
+  values ≤ 4,096, ItemContentHash ≤ 256: a repeat of the stored hash is ignored); only managed instances
+  (InvalidResourceId); COMPLETE replaces the type's items, PARTIAL merges by Id;
+  ListComplianceItems (ResourceIds, ResourceTypes, Filters, MaxResults ≤ 50 with NextToken) and
+  ListComplianceSummaries (per ComplianceType: compliant / non-compliant resources by severity);
 - ThrottlingException on demand; every call counted per operation.
 """
 
@@ -204,6 +211,7 @@ class SSMEndpoint:
     errors: Counter = field(default_factory=Counter)
     sent_commands: list[dict[str, Any]] = field(default_factory=list)
     throttles: Counter = field(default_factory=Counter)
+    compliance: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (resource, type) → state
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -638,3 +646,100 @@ class SSMEndpoint:
             if inv is not None:
                 self._finish(inv, "Cancelled", "Cancelled", -1)
         return {}
+
+    # compliance
+
+    def op_PutComplianceItems(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        for key in ("ResourceId", "ResourceType", "ComplianceType", "ExecutionSummary", "Items"):
+            if key not in req:
+                raise ApiError("ValidationException", f"{key} is required")
+        if req["ResourceType"] != "ManagedInstance":
+            raise ApiError("InvalidResourceType", "ResourceType must be ManagedInstance")
+        if req["ResourceId"] not in self.instances:
+            raise ApiError("InvalidResourceId", f"{req['ResourceId']} is not a managed instance")
+        kind = req["ComplianceType"]
+        if len(kind) > 100 or not re.fullmatch(r"[A-Za-z0-9_\-]\w+|Custom:[a-zA-Z0-9_\-]\w+", kind):
+            raise ApiError("ValidationException", f"ComplianceType {kind!r} fails its pattern or length")
+        summary = req["ExecutionSummary"]
+        if "ExecutionTime" not in summary or len(summary.get("ExecutionId", "")) > 100 or \
+                len(summary.get("ExecutionType", "")) > 50:
+            raise ApiError("ValidationException", "ExecutionSummary: ExecutionTime required, ExecutionId <= 100")
+        entries = req["Items"]
+        if len(entries) > 10_000:
+            raise ApiError("ItemSizeLimitExceededException", "at most 10,000 items per call")
+        if len(req.get("ItemContentHash", "")) > 256 or req.get("UploadType", "COMPLETE") not in ("COMPLETE",
+                                                                                                   "PARTIAL"):
+            raise ApiError("ValidationException", "ItemContentHash <= 256; UploadType COMPLETE or PARTIAL")
+        for item in entries:
+            if item.get("Severity") not in ("CRITICAL", "HIGH", "MEDIUM", "LOW", "INFORMATIONAL", "UNSPECIFIED"):
+                raise ApiError("ValidationException", f"item {item.get('Id')}: bad Severity")
+            if item.get("Status") not in ("COMPLIANT", "NON_COMPLIANT"):
+                raise ApiError("ValidationException", f"item {item.get('Id')}: bad Status")
+            if len(item.get("Title", "")) > 500:
+                raise ApiError("ValidationException", f"item {item.get('Id')}: Title over 500 characters")
+            for k, v in (item.get("Details") or {}).items():
+                if not 1 <= len(k) <= 64 or len(v) > 4096:
+                    raise ApiError("ValidationException", f"item {item.get('Id')}: Details {k!r} too long")
+        key = (req["ResourceId"], kind)
+        state = self.compliance.get(key)
+        if state and req.get("ItemContentHash") and state["hash"] == req["ItemContentHash"]:
+            return {}  # documented: a matching content hash means the request is ignored
+        kept = {} if req.get("UploadType", "COMPLETE") == "COMPLETE" or not state else dict(state["items"])
+        kept.update({i.get("Id", str(n)): i for n, i in enumerate(entries)})
+        self.compliance[key] = {"items": kept, "summary": summary, "hash": req.get("ItemContentHash", "")}
+        return {}
+
+    def _compliance_rows(self, req: dict[str, Any]) -> list[dict[str, Any]]:
+        rows = []
+        for (rid, kind), state in sorted(self.compliance.items()):
+            if req.get("ResourceIds") and rid not in req["ResourceIds"]:
+                continue
+            for iid, item in sorted(state["items"].items()):
+                rows.append({"ComplianceType": kind, "ResourceType": "ManagedInstance", "ResourceId": rid, "Id": iid,
+                             "Title": item.get("Title", ""), "Status": item["Status"], "Severity": item["Severity"],
+                             "ExecutionSummary": state["summary"], "Details": item.get("Details") or {}})
+        for f in req.get("Filters") or []:
+            if not 1 <= len(f.get("Values") or []) <= 20:
+                raise ApiError("ValidationException", "a filter takes 1 to 20 values")
+            if f.get("Type", "EQUAL") != "EQUAL":
+                raise ApiError("ValidationException", "the test endpoint filters with EQUAL only")
+            rows = [r for r in rows if str(r.get(f["Key"])) in f["Values"]]
+        return rows
+
+    @staticmethod
+    def _page(rows: list[dict[str, Any]], req: dict[str, Any], key: str) -> dict[str, Any]:
+        max_results = int(req.get("MaxResults", 50))
+        if not 1 <= max_results <= 50:
+            raise ApiError("ValidationException", "MaxResults must be between 1 and 50")
+        start = int(req.get("NextToken") or 0)
+        out: dict[str, Any] = {key: rows[start:start + max_results]}
+        if start + max_results < len(rows):
+            out["NextToken"] = str(start + max_results)
+        return out
+
+    def op_ListComplianceItems(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        if req.get("ResourceTypes") not in (None, ["ManagedInstance"]):
+            raise ApiError("ValidationException", "ResourceTypes: ManagedInstance")
+        return self._page(self._compliance_rows(req), req, "ComplianceItems")
+
+    def op_ListComplianceSummaries(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+        kinds: dict[str, dict[str, Counter]] = {}
+        for (_, kind), state in sorted(self.compliance.items()):
+            worst = [i for i in state["items"].values() if i["Status"] == "NON_COMPLIANT"]
+            side = "NonCompliant" if worst else "Compliant"
+            severity = (worst or list(state["items"].values()) or [{"Severity": "UNSPECIFIED"}])[0]["Severity"]
+            kinds.setdefault(kind, {"Compliant": Counter(), "NonCompliant": Counter()})[side][severity] += 1
+        rows = [{"ComplianceType": kind,
+                 "CompliantSummary": {"CompliantCount": sum(c["Compliant"].values()),
+                                      "SeveritySummary": _severity_summary(c["Compliant"])},
+                 "NonCompliantSummary": {"NonCompliantCount": sum(c["NonCompliant"].values()),
+                                         "SeveritySummary": _severity_summary(c["NonCompliant"])}}
+                for kind, c in sorted(kinds.items())]
+        for f in req.get("Filters") or []:
+            rows = [r for r in rows if str(r.get(f["Key"])) in f["Values"]]
+        return self._page(rows, req, "ComplianceSummaryItems")
+
+
+def _severity_summary(counts: Counter) -> dict[str, int]:
+    return {f"{name.capitalize()}Count": counts[name] for name in ("CRITICAL", "HIGH", "MEDIUM", "LOW")} | {
+        "InformationalCount": counts["INFORMATIONAL"], "UnspecifiedCount": counts["UNSPECIFIED"]}

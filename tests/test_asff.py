@@ -1,0 +1,83 @@
+"""`--format asff`: ASFF documents valid against botocore's Security Hub model, deterministic Ids,
+EC2 instances as AwsEc2Instance, images and other hosts as Other, host text escaped and cut."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import botocore.session
+import jsonschema
+from botocore.validate import ParamValidator
+
+from auditor.notify import asff
+from auditor.render import RENDERERS
+from tests.asff_schema import asff_schema
+
+DATA = Path(__file__).parent / "data" / "reports"
+
+
+def load(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def test_asff_output_is_valid_against_the_security_hub_model() -> None:
+    model = botocore.session.get_session().get_service_model("securityhub")
+    shape = model.operation_model("BatchImportFindings").input_shape
+    for name in ("fleet", "fleet-scan", "incomplete"):
+        doc = load(name)
+        out = json.loads(RENDERERS["asff"][0](doc))
+        assert len(out) == len(doc["findings"]) > 0
+        jsonschema.validate(out, asff_schema())
+        report = ParamValidator().validate({"Findings": out[:100]}, shape)
+        assert not report.has_errors(), report.generate_report()
+
+
+def test_ids_are_deterministic_per_rule_host_and_item() -> None:
+    doc = load("fleet-scan")
+    first = [f["Id"] for f in asff.documents(doc)]
+    again = copy.deepcopy(doc)
+    again["generated_at"] = "2030-01-01T00:00:00Z"
+    assert [f["Id"] for f in asff.documents(again)] == first
+    assert len(set(first)) == len(first)  # one Id per identity
+    assert asff.finding_id("r", "h", "a.service") != asff.finding_id("r", "h", "b.service")
+    assert asff.finding_id("r", "h", None) == asff.finding_id("r", "h", "")
+
+
+def test_ec2_hosts_are_instances_and_others_are_other() -> None:
+    doc = load("fleet-scan")
+    out = asff.documents(doc, region="eu-west-1", account="123456789012")
+    ec2 = out[0]["Resources"][0]
+    host = next(h for h in doc["hosts"] if h["name"] == doc["findings"][0]["host"])
+    iid = host["facts_summary"]["instance_id"]
+    assert ec2["Type"] == "AwsEc2Instance" and ec2["Region"] == "us-east-1"  # the host's own AZ's region
+    assert ec2["Id"] == f"arn:aws:ec2:us-east-1:123456789012:instance/{iid}"
+    assert ec2["Details"]["AwsEc2Instance"]["ImageId"] == host["facts_summary"]["ami_id"]
+    assert out[0]["ProductArn"] == "arn:aws:securityhub:eu-west-1:123456789012:product/123456789012/default"
+    image = asff.resource({"name": "img", "target": "image:///mnt/root", "labels": {}}, "img", "us-east-1",
+                          "123456789012")
+    assert image["Type"] == "Other" and image["Id"] == "image:///mnt/root"
+
+
+def test_waived_findings_are_suppressed_and_first_seen_is_created_at() -> None:
+    doc = load("fleet")
+    for f, d in zip(doc["findings"], asff.documents(doc)):
+        assert d["Workflow"]["Status"] == ("SUPPRESSED" if f["waived"] else "NEW")
+        assert d["CreatedAt"] == d["FirstObservedAt"] == (f.get("first_seen") or doc["generated_at"])
+        assert d["Severity"]["Label"] == asff.SEVERITY_LABEL[f["severity"]]
+
+
+def test_hostile_text_is_escaped_and_cut_to_the_asff_limits() -> None:
+    doc = load("fleet")
+    f = doc["findings"][0]
+    f["title"] = "\x1b[2J\u202e" + "x" * 5000
+    f["description"] = "line\nbreak" + "y" * 5000
+    f["remediation"] = "z" * 5000
+    f["host"] = "evil\r\nhost"
+    d = asff.documents(doc)[0]
+    assert len(d["Title"]) <= 256 and "\x1b" not in d["Title"] and "\\x1b" in d["Title"]
+    assert "\\u202e" in d["Title"] and "\r" not in d["Title"]
+    assert len(d["Description"]) <= 1024 and "\n" not in d["Description"]
+    assert len(d["Remediation"]["Recommendation"]["Text"]) <= 512
+    jsonschema.validate([d], asff_schema())
