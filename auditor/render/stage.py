@@ -22,6 +22,9 @@ REPORT_STEM = "report"
 class RenderPlan:
     formats: tuple[str, ...]
     out: Path | None
+    stdout: bool = False  # the one format goes to stdout; the summary to stderr
+    quiet: bool = False
+    color: str = "auto"
 
 
 def parse_formats(value: str) -> tuple[str, ...]:
@@ -37,6 +40,9 @@ def prepare(opts: RenderOptions) -> RenderPlan:
     formats = parse_formats(opts.formats)
     if not formats:
         raise InputError(f"--format: give at least one of {', '.join(RENDERERS)}")
+    if opts.stdout and len(formats) > 1:
+        raise InputError(f"--format {opts.formats}: several formats need --out DIR (one format without --out "
+                         "goes to stdout)")
     out = Path(opts.out) if opts.out else None
     if out is not None:
         if out.exists() and not out.is_dir():
@@ -46,7 +52,12 @@ def prepare(opts: RenderOptions) -> RenderPlan:
             if target.is_dir():
                 raise InputError(f"--out: {target} is a directory; cannot write the {fmt} report there")
         check_writable_dir(out, "--out")
-    return RenderPlan(formats, out)
+    return RenderPlan(formats, out, stdout=opts.stdout and out is None, quiet=opts.quiet, color=opts.color)
+
+
+def terminal(plan: RenderPlan, env: Env) -> Env:
+    """Where the run's summary and progress go: stdout, stderr when the report owns stdout, nowhere (--quiet)."""
+    return env.terminal(to_stderr=plan.stdout, quiet=plan.quiet, color=plan.color)
 
 
 def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = REPORT_STEM) -> list[Path]:
@@ -58,13 +69,18 @@ def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = RE
     return [path for path, _ in texts]
 
 
-def write(plan: RenderPlan, report: Report) -> None:
-    """The report, validated against its schema, written in every chosen format to --out (if given)."""
-    if plan.out is None:
+def write(plan: RenderPlan, report: Report, env: Env | None = None) -> None:
+    """The report, validated against its schema, written in every chosen format to --out, or its one format
+    to `env`'s stdout (never coloured)."""
+    if plan.out is None and not (plan.stdout and env is not None):
         return
     doc = report_to_dict(report)
     validate_report(doc)
-    write_formats(doc, plan.formats, plan.out)
+    if plan.out is not None:
+        write_formats(doc, plan.formats, plan.out)
+    elif env is not None:
+        text = RENDERERS[plan.formats[0]][0](doc)
+        env.write(text if text.endswith("\n") else text + "\n")
 
 
 def summarize(report: Report, env: Env) -> None:
@@ -77,7 +93,8 @@ def summarize(report: Report, env: Env) -> None:
     order = {s: i for i, s in enumerate(SEVERITIES)}
     for f in sorted(active, key=lambda f: (order[f.severity], f.rule, f.host))[:15]:
         since = f" ({since_text(f.first_seen, report.generated_at)})" if f.first_seen else ""
-        env.out(f"  [{f.severity.upper():8}] {one_line(f.host)}: {one_line(f.title)}{since}")
+        env.out_styled([("  ", None), (f"[{f.severity.upper():8}]", f.severity),
+                        (f" {one_line(f.host)}: {one_line(f.title)}{since}", None)])
     if len(active) > 15:
         env.out(f"  … {len(active) - 15} more in the report")
     for note in report.notes:
