@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .. import exitcodes
-from ..completion import SHELLS
 from ..context import Env
+from .completion_scripts import SHELLS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, env: Env) -> int:
     from ..cli import build_parser  # the whole parser, every command registered
-    from ..completion import script
+    from .completion_scripts import script
 
     env.write(script(args.shell, build_parser()))
     return exitcodes.OK

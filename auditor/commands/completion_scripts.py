@@ -1,4 +1,4 @@
-"""Shell completion scripts for bash, zsh and fish, generated from the argparse parser itself.
+"""Shell completion scripts for bash, zsh and fish, generated from the argparse parser itself (CLI layer).
 
 The parser is the one source: every command, subcommand, option and `choices=` list the CLI accepts is
 offered, and nothing else. zsh loads the bash script through bashcompinit (the function runs under ksh
