@@ -41,7 +41,7 @@ from .options import AnalyzeOptions
 from .pipeline import verdict
 from .render import stage as render_stage
 from .render.stage import RenderPlan
-from .render.terminal import one_line
+from .render.terminal import host_line
 from .reportdoc import facts_summary
 
 
@@ -316,9 +316,10 @@ def analyze(opts: AnalyzeOptions, env: Env) -> int:
     if plan.compare.active:
         compare_stage.apply_index(plan.compare, report, merge.index())
     report.exit_code = verdict(report)
+    term = render_stage.terminal(plan.render, env)  # the summary: stdout, stderr or nowhere (--quiet)
     for host in report.hosts:
         if host.status != "ok":
-            env.out(one_line(host))
-    render_stage.write(plan.render, report)
-    render_stage.summarize(report, env)
+            term.out_styled(host_line(host))
+    render_stage.write(plan.render, report, env)
+    render_stage.summarize(report, term)
     return report.exit_code

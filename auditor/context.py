@@ -5,10 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TextIO
 
+from .colour import enabled, paint
 from .textsafe import block
+
+Styled = Iterable[tuple[str, str | None]]  # (text, style name or None): one terminal line in pieces
 
 
 @dataclass
@@ -17,21 +21,42 @@ class Env:
 
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    quiet: bool = False  # --quiet: no summary, no progress (errors still go to stderr)
+    color: str = "auto"  # --color auto|always|never
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
 
     @property
     def progress(self) -> bool:
-        """Show progress only when stderr is a terminal."""
-        return bool(getattr(self.stderr, "isatty", lambda: False)())
+        """Show progress only when stderr is a terminal (never with --quiet)."""
+        return not self.quiet and bool(getattr(self.stderr, "isatty", lambda: False)())
+
+    @property
+    def coloured(self) -> bool:
+        """Whether lines written with out_styled() get colour (colour.py decides)."""
+        return not self.quiet and enabled(self.color, self.stdout, self.environ)
+
+    def terminal(self, to_stderr: bool = False, quiet: bool = False, color: str | None = None) -> Env:
+        """The Env for a run's summary: on stderr when the report owns stdout; silent with --quiet."""
+        stdout = self.stderr if to_stderr else self.stdout
+        if quiet:
+            stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the Env
+        return replace(self, stdout=stdout, quiet=quiet or self.quiet, color=color or self.color)
+
+    def out_styled(self, parts: Styled) -> None:
+        """One line from (text, style) pieces: each text escaped, then coloured when coloured is on."""
+        colour = self.coloured
+        self.write("".join(paint(block(text), style) if colour else block(text) for text, style in parts) + "\n",
+                   escape=False)
 
     def out(self, text: str = "") -> None:
         self.write(text + "\n")
 
-    def write(self, text: str) -> None:
-        """Write to stdout, host text's control characters escaped (textsafe.block). A reader that went
-        away (`| head`) must not stop the run: reports, history and the exit code still happen; the rest of
-        the terminal output is dropped."""
+    def write(self, text: str, escape: bool = True) -> None:
+        """Write to stdout, host text's control characters escaped (textsafe.block; out_styled escapes its
+        pieces itself). A reader that went away (`| head`) must not stop the run: reports, history and the
+        exit code still happen; the rest of the terminal output is dropped."""
         try:
-            self.stdout.write(block(text))
+            self.stdout.write(block(text) if escape else text)
             self.stdout.flush()
         except BrokenPipeError:
             self._drop_stdout()

@@ -105,6 +105,9 @@ class CompareOptions:
 class RenderOptions:
     formats: str = "json"  # comma-separated, as typed
     out: str | None = None
+    stdout: bool = False  # --format given without --out: the one report goes to stdout, the summary to stderr
+    quiet: bool = False  # --quiet: no summary or progress
+    color: str = "auto"  # --color auto|always|never (the summary only; reports are never coloured)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from .notify.stage import NotifyPlan
 from .options import ScanOptions, TargetOptions
 from .render import stage as render_stage
 from .render.stage import RenderPlan
-from .render.terminal import one_line, progress_printer
+from .render.terminal import host_line, progress_printer
 from .reportdoc import report_to_dict
 from .targets.resolve import check_host_keys, resolve_specs
 
@@ -114,9 +114,10 @@ def verdict(report: Report) -> int:
     return exitcodes.combine(failing(report), not all(h.complete for h in report.hosts))
 
 
-def render(plan: RenderPlan, report: Report) -> None:
-    """Write report.<ext> per format to --out (all rendered first; a renderer failing writes nothing)."""
-    render_stage.write(plan, report)
+def render(plan: RenderPlan, report: Report, env: Env) -> None:
+    """Write report.<ext> per format to --out (all rendered first; a renderer failing writes nothing), or
+    the one format to stdout."""
+    render_stage.write(plan, report, env)
 
 
 def since(session: Session | None, report: Report) -> None:
@@ -134,10 +135,11 @@ def record(session: Session | None, report: Report, snapshots: list[dict]) -> di
 def scan(opts: ScanOptions, env: Env) -> int:
     """The whole scan; returns its exit code."""
     plan = prepare(opts)
+    term = render_stage.terminal(plan.render, env)  # the summary: stdout, stderr or nowhere (--quiet)
     session = history_stage.begin(plan.history, now_iso())  # committed: a killed scan stays visible
     try:
         notes = list(plan.notes)
-        results = collect(plan, env, notes)
+        results = collect(plan, term, notes)
         report = Report(hosts=results, generated_at=now_iso(), fail_on=plan.fail_on, notes=notes)
         snapshots = [r.snapshot for r in results if r.snapshot is not None]
         trends(session, snapshots)
@@ -146,9 +148,9 @@ def scan(opts: ScanOptions, env: Env) -> int:
         since(session, report)
         report.exit_code = verdict(report)
         for result in results:
-            env.out(one_line(result))
+            term.out_styled(host_line(result))
         try:
-            render(plan.render, report)
+            render(plan.render, report, env)
         except OutputError as exc:  # a full or read-only disk: the store still keeps the results
             unsaved: OutputError | None = exc
         else:
@@ -159,10 +161,10 @@ def scan(opts: ScanOptions, env: Env) -> int:
         raise
     finally:
         history_stage.close(session)
-    render_stage.summarize(report, env)
+    render_stage.summarize(report, term)
     if session is not None:
-        env.out(f"recorded as scan {session.scan_id} in {session.path}")
-    notify_stage.apply(plan.notify, doc, env)  # last: never changes the exit code or what was written
+        term.out(f"recorded as scan {session.scan_id} in {session.path}")
+    notify_stage.apply(plan.notify, doc, term)  # last: never changes the exit code or what was written
     if unsaved is not None:
         raise unsaved  # exit 3: the reports were not saved (the previous set is unchanged)
     return report.exit_code

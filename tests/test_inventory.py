@@ -162,7 +162,7 @@ def test_targets_from_args() -> None:
         ]
     )
     assert [s.name for s in specs] == [
-        "local", "10.0.0.5", "::1", "i-0123456789abcdef0", "i-01234567", "/mnt/ami-root"
+        "local", "10.0.0.5:2222", "::1", "i-0123456789abcdef0", "i-01234567", "/mnt/ami-root"
     ]
     assert specs[1].target == "ssh://ec2-user@10.0.0.5:2222"
     assert specs[3].options == {"region": "us-east-1"}

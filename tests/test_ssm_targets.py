@@ -179,7 +179,7 @@ def test_the_endpoint_enforces_target_limits(aws: AwsStandIns) -> None:
     (["--ec2", "tag:cluster=mix", "--ssm-targets", "--ssm-max-concurrency", "0"], "bad MaxConcurrency '0'"),
     (["--ec2", "tag:cluster=mix", "--ssm-targets", "--via", "ssh"], "--ssm-targets needs --ec2 tag:KEY"),
     (["ssm://i-0123456789abcdef0", "--ssm-targets"], "--ssm-targets needs --ec2 tag:KEY"),
-    (["--ec2", "tag:cluster=mix", "--ssh-known-hosts", "/etc/hostname"], "applies to --ec2 … --via ssh only"),
+    (["--ec2", "tag:cluster=mix", "--ssh-known-hosts", "/etc/hostname"], "applies to ssh:// hosts"),
     (["--ec2", "tag:cluster=mix", "--via", "ssh", "--ssh-identity", "/nonexistent/key"], "no such file"),
 ])
 def test_option_misuse_exits_2_before_any_aws_call(aws: AwsStandIns, tmp_path: Path, argv: list[str],

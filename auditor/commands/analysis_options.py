@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..colour import MODES
 from ..models import SEVERITIES
 from ..options import DEFAULT_MIN_SCORE, DEFAULT_TOP, CompareOptions, JudgeOptions, RenderOptions
 from ..render import RENDERERS
@@ -32,10 +33,16 @@ def add_compare_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", default="json", metavar="FMT[,FMT…]",
-                   help=f"report formats: {', '.join(RENDERERS)} (default json)")
+    p.add_argument("--format", default=None, metavar="FMT[,FMT…]",
+                   help=f"report formats: {', '.join(RENDERERS)}; one format without --out goes to stdout "
+                        "(the summary then goes to stderr); default json with --out")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="write report.<ext> per format here (default: no files, summary only)")
+                   help="write report.<ext> per format here (default: no files; see --format)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no summary and no progress: the exit code (and any report asked for) only")
+    p.add_argument("--color", "--colour", choices=MODES, default="auto",
+                   help="colour severities and statuses in the summary: auto (a terminal, unless NO_COLOR is "
+                        "set), always, never; reports are never coloured (default auto)")
 
 
 def judge_options(args: argparse.Namespace) -> JudgeOptions:
@@ -48,4 +55,5 @@ def compare_options(args: argparse.Namespace) -> CompareOptions:
 
 
 def render_options(args: argparse.Namespace) -> RenderOptions:
-    return RenderOptions(formats=args.format, out=args.out)
+    return RenderOptions(formats=args.format or "json", out=args.out,
+                         stdout=args.format is not None and args.out is None, quiet=args.quiet, color=args.color)

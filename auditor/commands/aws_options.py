@@ -47,7 +47,7 @@ def _file(value: str) -> str:
 
 
 def add_aws_options(parser: argparse.ArgumentParser) -> None:
-    """--ec2/--via/--ssh-*, --region/--profile, the --ssm-* knobs and ami://'s --az/--attach-to."""
+    """--ec2/--via/--ssh-address, --ssh-* (add_ssh_options), --region/--profile, --ssm-*, ami://'s --az/--attach-to."""
     g = parser.add_argument_group("AWS (EC2 discovery, SSM Run Command, ami:// volumes)")
     g.add_argument("--ec2", action="append", default=[], type=parse_filter, metavar="FILTER",
                    help="discover EC2 instances: tag:KEY=V[,V…], image-id=…, instance-state-name=… "
@@ -55,11 +55,7 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--via", choices=("ssm", "ssh"), default="ssm", help="reach discovered instances by (default ssm)")
     g.add_argument("--ssh-address", choices=("private", "public"), default="private",
                    help="with --via ssh: which IP address to use (default private)")
-    g.add_argument("--ssh-user", metavar="USER", help="with --via ssh: login user (default: ssh_config / you)")
-    g.add_argument("--ssh-identity", type=_file, metavar="FILE", help="with --via ssh: private key file")
-    g.add_argument("--ssh-known-hosts", type=_file, metavar="FILE",
-                   help="with --via ssh: known_hosts file to verify host keys against (default ~/.ssh/known_hosts)")
-    g.add_argument("--ssh-config", type=_file, metavar="FILE", help="with --via ssh: ssh_config file")
+    add_ssh_options(g)
     g.add_argument("--region", type=checked(REGION_RE, "region"), help="AWS region (default: AWS_REGION / profile)")
     g.add_argument("--profile", metavar="NAME", help="AWS profile (default: the normal credential chain)")
     g.add_argument("--ssm-document", type=checked(DOC_NAME_RE, "SSM document name"), default=DOCUMENT_NAME,
@@ -78,6 +74,17 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ssm-max-errors", type=checked(ERRORS_RE, "MaxErrors"), metavar="N|N%",
                    help="with --ssm-targets: SSM stops sending after more failures than this (default 10%%)")
     add_ami_options(g)
+
+
+def add_ssh_options(g: argparse._ArgumentGroup) -> None:
+    """--ssh-*: for ssh:// targets, inventory ssh:// hosts (their own values win) and --ec2 … --via ssh."""
+    where = "for ssh:// targets and --ec2 … --via ssh (an inventory host's own value wins)"
+    g.add_argument("-l", "--ssh-user", metavar="USER",
+                   help=f"login user {where}; default: the URL's user, ssh_config, you")
+    g.add_argument("--ssh-identity", type=_file, metavar="FILE", help=f"private key file {where}")
+    g.add_argument("--ssh-known-hosts", type=_file, metavar="FILE",
+                   help=f"known_hosts file to verify host keys against {where} (default ~/.ssh/known_hosts)")
+    g.add_argument("-F", "--ssh-config", type=_file, metavar="FILE", help=f"ssh_config file {where}")
 
 
 def add_ami_options(g: argparse._ArgumentGroup) -> None:

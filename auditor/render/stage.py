@@ -12,7 +12,7 @@ from ..models import SEVERITIES, Report
 from ..options import RenderOptions
 from ..reportdoc import report_to_dict, validate_report
 from ..textsafe import one_line
-from . import BYTE_RENDERERS, RENDERERS, view
+from . import BYTE_RENDERERS, RENDERERS, summary, view
 from .view import since_text
 
 REPORT_STEM = "report"
@@ -22,6 +22,9 @@ REPORT_STEM = "report"
 class RenderPlan:
     formats: tuple[str, ...]
     out: Path | None
+    stdout: bool = False  # the one format goes to stdout; the summary to stderr
+    quiet: bool = False
+    color: str = "auto"
 
 
 def parse_formats(value: str) -> tuple[str, ...]:
@@ -37,6 +40,9 @@ def prepare(opts: RenderOptions) -> RenderPlan:
     formats = parse_formats(opts.formats)
     if not formats:
         raise InputError(f"--format: give at least one of {', '.join(RENDERERS)}")
+    if opts.stdout and len(formats) > 1:
+        raise InputError(f"--format {opts.formats}: several formats need --out DIR (one format without --out "
+                         "goes to stdout)")
     out = Path(opts.out) if opts.out else None
     if out is not None:
         if out.exists() and not out.is_dir():
@@ -46,7 +52,12 @@ def prepare(opts: RenderOptions) -> RenderPlan:
             if target.is_dir():
                 raise InputError(f"--out: {target} is a directory; cannot write the {fmt} report there")
         check_writable_dir(out, "--out")
-    return RenderPlan(formats, out)
+    return RenderPlan(formats, out, stdout=opts.stdout and out is None, quiet=opts.quiet, color=opts.color)
+
+
+def terminal(plan: RenderPlan, env: Env) -> Env:
+    """Where the run's summary and progress go: stdout, stderr when the report owns stdout, nowhere (--quiet)."""
+    return env.terminal(to_stderr=plan.stdout, quiet=plan.quiet, color=plan.color)
 
 
 def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = REPORT_STEM) -> list[Path]:
@@ -58,30 +69,28 @@ def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = RE
     return [path for path, _ in texts]
 
 
-def write(plan: RenderPlan, report: Report) -> None:
-    """The report, validated against its schema, written in every chosen format to --out (if given)."""
-    if plan.out is None:
+def write(plan: RenderPlan, report: Report, env: Env | None = None) -> None:
+    """The report, validated against its schema, written in every chosen format to --out, or its one format
+    to `env`'s stdout (never coloured)."""
+    if plan.out is None and not (plan.stdout and env is not None):
         return
     doc = report_to_dict(report)
     validate_report(doc)
-    write_formats(doc, plan.formats, plan.out)
+    if plan.out is not None:
+        write_formats(doc, plan.formats, plan.out)
+    elif env is not None:
+        text = RENDERERS[plan.formats[0]][0](doc)
+        env.write(text if text.endswith("\n") else text + "\n")
 
 
 def summarize(report: Report, env: Env) -> None:
-    """A concise terminal summary: findings by severity, top findings, hosts not reached (host text escaped)."""
+    """A concise terminal summary: counts, the headline chains, splits and symptom, then grouped findings and
+    notes (host text escaped)."""
     active = [f for f in report.findings if not f.waived]
     counts = ", ".join(f"{sum(f.severity == s for f in active)} {s}" for s in SEVERITIES)
     reached = sum(h.status == "ok" for h in report.hosts)
     env.out(f"\n{reached}/{len(report.hosts)} hosts reached; findings: {counts}; "
             f"waived: {sum(f.waived for f in report.findings)}; drift: {len(report.drift)}")
-    order = {s: i for i, s in enumerate(SEVERITIES)}
-    for f in sorted(active, key=lambda f: (order[f.severity], f.rule, f.host))[:15]:
-        since = f" ({since_text(f.first_seen, report.generated_at)})" if f.first_seen else ""
-        env.out(f"  [{f.severity.upper():8}] {one_line(f.host)}: {one_line(f.title)}{since}")
-    if len(active) > 15:
-        env.out(f"  … {len(active) - 15} more in the report")
-    for note in report.notes:
-        env.out(f"  note: {one_line(note)}")
     groups: dict[tuple, list[dict]] = {}
     for chain in report.chains:  # one line per distinct chain (same rules), told with its first host's numbers
         groups.setdefault(tuple(link["rule"] for link in chain["links"]), []).append(chain)
@@ -100,4 +109,20 @@ def summarize(report: Report, env: Env) -> None:
         env.out(f"  symptom {one_line(report.symptom['symptom'])} goes with {one_line(top['path'])} = "
                 f"{one_line(top.get('value', ''))} (score {view.score(top['score'])}, "
                 f"p={view.p_value(top.get('p_value'))}{why})")
+    _findings(report, env)
+    for note in report.notes:
+        env.out(f"  note: {one_line(note)}")
     env.out(f"exit code {report.exit_code}")
+
+
+def _findings(report: Report, env: Env, limit: int = 15) -> None:
+    """Grouped findings (render/summary.py): cause first, then severity; at most `limit` lines."""
+    shown = summary.groups(report)
+    for group in shown[:limit]:
+        since = min((f.first_seen for f in group.findings if f.first_seen), default=None)
+        when = f" ({since_text(since, report.generated_at)})" if since else ""
+        env.out_styled([("  ", None), (f"[{group.severity.upper():8}]", group.severity),
+                        (f" {group.who()}: {group.title()}{when}", None)])
+    if len(shown) > limit:
+        rest = sum(len(g.findings) for g in shown[limit:])
+        env.out(f"  … {len(shown) - limit} more ({rest} findings) in the report")

@@ -1,4 +1,4 @@
-"""Terminal lines of a collection run: progress on stderr, one summary line per host on stdout."""
+"""Terminal lines of a collection run: progress on stderr, one summary line per host (coloured status)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,22 @@ def progress_printer(env: Env) -> Callable[[HostResult, int, int], None] | None:
 
 def one_line(result: HostResult) -> str:
     """`name  status  1.2s  facts…` — the per-host summary line (host text's control characters escaped)."""
+    return "".join(text for text, _ in host_line(result))
+
+
+def host_line(result: HostResult) -> list[tuple[str, str | None]]:
+    """one_line() in (text, style) pieces, the status styled by its name (Env.out_styled colours it)."""
+    name = textsafe.one_line(f"{result.name:<20} ")
+    status = f"{result.status:<18}"
     if result.status != "ok" or not result.snapshot:
-        line = f"{result.name:<20} {result.status:<18} {result.duration_s:5.1f}s  {result.error or ''}"
-        return textsafe.one_line(line)
-    snap = result.snapshot
+        rest = textsafe.one_line(f" {result.duration_s:5.1f}s  {result.error or ''}")
+        return [(name, None), (status, result.status), (rest, None)]
+    return [(name, None), (status, "ok"), (textsafe.one_line(f" {result.duration_s:5.1f}s  ") + _facts(result), None)]
+
+
+def _facts(result: HostResult) -> str:
+    """The facts part of an ok host's line."""
+    snap = result.snapshot or {}
     facts = snap["facts"]
     os_name = (facts.get("os") or {}).get("pretty_name") or "?"
     kernel = (facts.get("kernel") or {}).get("release") or "?"
@@ -46,4 +58,4 @@ def one_line(result: HostResult) -> str:
         bits.append("not available: " + ",".join(sorted(answers)))
     if snap.get("not_applicable"):
         bits.append("n/a: " + ",".join(sorted(snap["not_applicable"])))
-    return textsafe.one_line(f"{result.name:<20} {'ok':<18} {result.duration_s:5.1f}s  " + "; ".join(bits))
+    return textsafe.one_line("; ".join(bits))

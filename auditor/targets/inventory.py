@@ -70,7 +70,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _ssh_target(target: str, shown: str) -> str:
-    """Validate `ssh://[user@]host[:port]` strictly; return the host name. Never echoes a password."""
+    """Validate `ssh://[user@]host[:port]` strictly; return the host name, `host:port` for a port other than
+    22 (every such target alike). Never echoes a password."""
     if any(c.isspace() for c in target):
         raise InputError(f"bad ssh target {shown}: whitespace is not allowed")
     try:
@@ -103,7 +104,10 @@ def _ssh_target(target: str, shown: str) -> str:
                              "digits, '.', '-' and '_' (and must not start with '-' or '.')")
     if port_text and (not _PORT.match(port_text) or not 0 < int(port_text) < 65536):
         raise InputError(f"bad port in target {shown}: give 1-65535")
-    return parts.hostname or host_text.lower()
+    host = parts.hostname or host_text.lower()
+    if not port_text or int(port_text) == 22:
+        return host
+    return f"[{host}]:{int(port_text)}" if ":" in host else f"{host}:{int(port_text)}"  # as known_hosts writes it
 
 
 def _image_target(parts: SplitResult, shown: str) -> str:
@@ -126,7 +130,7 @@ def check_image_root(path: str, target: str) -> None:
 def parse_target(target: str) -> tuple[str, dict[str, Any]]:
     """Check a target URL; return its default host name and transport options.
 
-    `local` → "local"; `ssh://[user@]host[:port]` → host; `ssm://i-…[?region=…]` → instance id
+    `local` → "local"; `ssh://[user@]host[:port]` → host (host:port off port 22); `ssm://i-…[?region=…]` → instance id
     (options: region); `image:///abs/path` → the path (options: path); `ami://ami-…[?region=…]` → the AMI
     id (options: region). Raises InputError (no file).
     Control characters are refused everywhere (urlsplit would drop a newline silently), passwords in

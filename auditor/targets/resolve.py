@@ -11,15 +11,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from functools import cache
 from importlib import resources
+from urllib.parse import urlsplit
 
 from ..errors import InputError
 from ..models import HostSpec, SSHOptions
 from ..options import AwsOptions, TargetOptions
 from ..transport.ssm import SSMSettings
 from .ec2 import BUILTIN_LABELS, Discovery, discover, tag_targets
-from .inventory import load_inventory, targets_from_args
+from .inventory import load_inventory, safe_target, targets_from_args
 
-SSH_FILE_FLAGS = ("ssh_identity", "ssh_known_hosts", "ssh_config")
+# --ssh-* option → SSHOptions field: given on the command line, they fill what an ssh:// host leaves unset
+SSH_FLAGS = {"ssh_user": "user", "ssh_identity": "identity_file", "ssh_known_hosts": "known_hosts",
+             "ssh_config": "ssh_config"}
 
 
 def ssm_settings(aws: AwsOptions) -> SSMSettings:
@@ -33,11 +36,6 @@ def ssm_settings(aws: AwsOptions) -> SSMSettings:
 
 def check_aws_options(aws: AwsOptions) -> None:
     """Options that only mean something together (InputError otherwise, before AWS is called)."""
-    ec2_ssh = bool(aws.ec2) and aws.via == "ssh"
-    for name in SSH_FILE_FLAGS:
-        if getattr(aws, name) and not ec2_ssh:
-            raise InputError(f"--{name.replace('_', '-')} applies to --ec2 … --via ssh only "
-                             "(give inventory hosts SSH options in the inventory)")
     if aws.ssm_targets and (not aws.ec2 or aws.via != "ssm"):
         raise InputError("--ssm-targets needs --ec2 tag:KEY=… with --via ssm")
     for name in ("ssm_max_concurrency", "ssm_max_errors"):
@@ -82,14 +80,43 @@ def with_ami_settings(specs: list[HostSpec], aws: AwsOptions) -> list[HostSpec]:
             if s.target.startswith("ami://") else s for s in specs]
 
 
+def with_ssh_options(specs: list[HostSpec], aws: AwsOptions, direct: Sequence[HostSpec] = ()) -> list[HostSpec]:
+    """Give every ssh:// host the --ssh-* values it does not set itself (an inventory's own values win).
+
+    InputError when an option reaches no ssh:// host, or --ssh-user contradicts the user in the URL of a
+    `direct` (command-line) target; an inventory host's URL user is its own value, and wins."""
+    given = {flag: getattr(aws, flag) for flag in SSH_FLAGS if getattr(aws, flag)}
+    if not given:
+        return specs
+    if not any(s.target.startswith("ssh://") for s in specs) and not (aws.ec2 and aws.via == "ssh"):
+        flag = next(iter(given))
+        raise InputError(f"--{flag.replace('_', '-')} applies to ssh:// hosts (targets, inventory hosts, "
+                         "--ec2 … --via ssh), and none is given")
+    out = []
+    for spec in specs:
+        if not spec.target.startswith("ssh://"):
+            out.append(spec)
+            continue
+        url_user = urlsplit(spec.target).username
+        if aws.ssh_user and url_user and url_user != aws.ssh_user and spec in direct:
+            raise InputError(f"--ssh-user {aws.ssh_user} and {safe_target(spec.target, quote=False)} name "
+                             "different users; give one")
+        fill = {field: value for flag, value in given.items()
+                if getattr(spec.ssh, field := SSH_FLAGS[flag]) is None}
+        out.append(replace(spec, ssh=replace(spec.ssh, **fill)))
+    return out
+
+
 def resolve_specs(opts: TargetOptions, notes: list[str] | None = None) -> list[HostSpec]:
     """Hosts from targets, inventories and --ec2 discovery; duplicate names are an input error.
 
     `notes` receives run-wide remarks from discovery (instances left out and why)."""
     check_aws_options(opts.aws)
-    specs: list[HostSpec] = list(targets_from_args(list(opts.targets), check_paths=True))
+    direct = targets_from_args(list(opts.targets), check_paths=True)
+    specs: list[HostSpec] = list(direct)
     for path in opts.inventories:
         specs.extend(load_inventory(path, check_paths=True))
+    specs = with_ssh_options(specs, opts.aws, direct)  # before discovery: a bad combination calls no API
     if opts.aws.ec2:  # after every input file is validated: discovery calls AWS
         specs.extend(discovered_hosts(opts.aws, notes))
     specs = with_ami_settings(with_ssm_settings(specs, opts.aws), opts.aws)
