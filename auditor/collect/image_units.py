@@ -18,7 +18,7 @@ import re
 import stat
 from collections.abc import Callable
 
-from ..transport.image_fs import ImageFS, quote
+from ..transport.image_fs import ImageFS, field
 
 UNIT_DIRS: tuple[tuple[str, str], ...] = (  # (dir, kind) in systemd's system-scope search order
     ("etc/systemd/system.control", "config"),
@@ -239,7 +239,7 @@ class _Lister:
             d, kind = first[name]
             state = self.state(d, kind, name)
             preset = "-" if state in NO_PRESET else self.presets.state(name)
-            rows[name] = f"{quote(name)} {state} {preset}"  # a name is one field, shown escaped if not ASCII
+            rows[name] = f"{field(name)} {state} {preset}"  # a name is one field whatever bytes it holds
         return [rows[n] for n in sorted(rows)]
 
 

@@ -253,8 +253,8 @@ def test_every_command_is_registered_explicitly() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     assert set(sub.choices) == {"collect", "scan", "analyze", "baseline", "diff", "report", "rules", "ssm", "history",
-                                "ami"}
-    assert len(COMMANDS) == 10
+                                "ami", "completion"}
+    assert len(COMMANDS) == 11
 
 
 def _boom(doc: dict) -> str:
