@@ -20,7 +20,11 @@ PICTURES = """JSON.stringify((() => {
   return {
     chains: [...document.querySelectorAll('svg.pic-chain')].map(s => ({
       label: s.getAttribute('aria-label'), role: s.getAttribute('role'), title: s.querySelector('title')?.textContent,
-      host: s.dataset.host, boxes: [...s.querySelectorAll('g.link')].map(data),
+      host: s.dataset.host, boxes: [...s.querySelectorAll('g.link')].map(g => {
+        const t = g.querySelector('text').getBBox(), r = g.querySelector('rect').getBBox();
+        return {...data(g), shown: g.querySelector('text').textContent,
+                fits: t.x >= r.x && t.y >= r.y && t.x + t.width <= r.x + r.width && t.y + t.height <= r.y + r.height};
+      }),
       arrows: s.querySelectorAll('.arrow').length, text: s.textContent})),
     cpu: [...document.querySelectorAll('svg.pic-cpu')].map(s => ({
       label: s.getAttribute('aria-label'), ...data(s), box: box(s),
@@ -78,6 +82,21 @@ def test_chain_picture_draws_each_link_with_its_numbers(browser: DevTools, tmp_p
     assert [b["rule"] for b in chain["boxes"]] == [link["rule"] for link in first["links"]]
     assert chain["boxes"][1]["numbers"] == "41" and "41" in chain["text"] and "41" in chain["label"]
     assert chain["arrows"] == len(first["links"]) - 1
+    assert all(b["fits"] for b in chain["boxes"]), chain["boxes"]
+
+
+def test_chain_picture_wraps_long_host_text_inside_its_boxes_as_text(browser: DevTools, tmp_path: Path) -> None:
+    doc = fleet()
+    long = "unit <script>alert(1)</script>-" + "x" * 90 + ".service restarted 7 times\u202e"
+    for chain in doc["chains"]:
+        chain["links"][1]["text"] = long
+    seen = browser.open(page(doc, tmp_path, "long"))
+    assert seen["ran"] == []
+    chain = browser.eval(PICTURES)["chains"][0]
+    box = chain["boxes"][1]
+    assert box["fits"], box
+    assert box["text"] == long.replace("\u202e", "\\u202e") and box["numbers"] == "1 7"
+    assert "<script>" in box["shown"] and "\\u202e" in box["shown"]  # wrapped lines, shown as text
 
 
 def test_cpu_strip_carries_each_core_and_marks_the_hot_one(browser: DevTools, tmp_path: Path) -> None:

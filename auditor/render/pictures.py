@@ -53,7 +53,8 @@ LINE_H = 17
 
 
 def _wrap(text: str, width: float, char_w: float = CHAR_W) -> list[str]:
-    return textwrap.wrap(block(text), max(8, int((width - 16) / char_w)), break_long_words=True) or [""]
+    return textwrap.wrap(block(text), max(8, int((width - 16) / char_w)), break_long_words=True,
+                         break_on_hyphens=False) or [""]
 
 
 def chain_svg(chain: Mapping[str, Any], others: int = 0) -> Markup:
@@ -123,7 +124,7 @@ def chain_pictures(doc: Doc, groups: Iterable[view.ChainGroup]) -> list[tuple[vi
 
 
 CPU_WIDTH = 480
-LABEL_W = 44
+LABEL_W = 58  # room for a row label such as 160–191 at 11 px
 CELL_H = 34
 MAX_COLUMNS = 32
 
@@ -233,17 +234,26 @@ class BarChart:
 
 
 def bar_charts(doc: Doc) -> list[BarChart]:
+    """Per group, a chart per measure (the group's charts side by side); one scale per measure over the fleet."""
     key = view.group_key(doc)
-    charts: list[BarChart] = []
-    for measure, words in MEASURES:
+    measured: dict[str, tuple[list[tuple[str, str, float]], float, float]] = {}
+    unknown: dict[tuple[str, str], list[str]] = {}  # (group, measure) → hosts without the value (not reached)
+    for measure, _ in MEASURES:
         values = [(view.host_group(h, key), str(h["name"]), (h.get("facts_summary") or {}).get(measure))
                   for h in doc["hosts"]]
         known = [(g, n, float(v)) for g, n, v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        if not known or not any(v for _, _, v in known):
-            continue
-        median = statistics.median(v for _, _, v in known)
-        top = max(v for _, _, v in known) or 1.0
-        for group in view.groups(doc):
+        for g, n, v in values:
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                unknown.setdefault((g, measure), []).append(n)
+        if known and any(v for _, _, v in known):
+            measured[measure] = (known, statistics.median(v for _, _, v in known),
+                                 max(v for _, _, v in known) or 1.0)
+    charts: list[BarChart] = []
+    for group in view.groups(doc):
+        for measure, words in MEASURES:
+            if measure not in measured:
+                continue
+            known, median, top = measured[measure]
             rows = sorted(((n, v) for g, n, v in known if g == group), key=lambda nv: (-nv[1], nv[0]))
             if not rows:
                 continue
@@ -268,9 +278,15 @@ def bar_charts(doc: Doc) -> list[BarChart]:
                     f'font-weight="{700 if odd else 400}" fill="{"#b3141a" if odd else "#1d232b"}">'
                     f'{_n(value)}{" ▲" if odd else ""}</text>')
             height = 8 + len(rows) * (BAR_H + 4)
+            missing = unknown.get((group, measure)) or []
+            if missing:
+                body.append(f'<text class="no-data" x="4" y="{_n(height + 6)}" font-size="11" fill="#3f4852">'
+                            f'{_t(view.short(block("no data: " + ", ".join(missing)), 56))}</text>')
+                height += 16
             label = (f"{words.capitalize()} per host in {group}: "
                      + ", ".join(f"{n} {v:g}" for n, v in rows)
                      + (f"; {hidden} more hosts not drawn" if hidden > 0 else "")
+                     + (f"; no data for {', '.join(missing)}" if missing else "")
                      + (f"; outliers (over twice the fleet median {median:g}): {', '.join(marked)}" if marked else ""))
             charts.append(BarChart(group, measure, _svg(
                 "pic-bars", BAR_W, height, label, f"{words} per host in {group}", body,
