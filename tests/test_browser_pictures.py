@@ -163,3 +163,41 @@ def test_screenshot_of_the_scan_report_pictures(browser: DevTools, tmp_path: Pat
     browser.screenshot(shot)
     print(f"\nscreenshot: {shot}")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_analyze_through_the_cli_draws_a_strip_per_host_from_its_snapshot(browser: DevTools, tmp_path: Path) -> None:
+    """The real path: snapshots → analyze → report.json's facts_summary → the HTML's pictures."""
+    import io
+
+    from auditor.cli import main
+    from auditor.context import Env
+
+    snaps = Path(__file__).parent / "data" / "snapshots"
+    out, err = io.StringIO(), io.StringIO()
+    main(["analyze", "--jobs", "1", "--group-by", "az", "--format", "json,html", "--out", str(tmp_path / "r"),
+          str(snaps)], Env(stdout=out, stderr=err))
+    doc = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))
+    browser.open(tmp_path / "r" / "report.html")
+    seen = browser.eval(PICTURES)
+    for snap_file in sorted(snaps.glob("*.json")):
+        snap = json.loads(snap_file.read_text(encoding="utf-8"))
+        host = next(h for h in doc["hosts"] if h["target"] == str(snap.get("target")) or
+                    h["name"] == (snap.get("host") or {}).get("hostname"))
+        strip = next(s for s in seen["cpu"] if s["host"] == host["name"])
+        cores = snap["facts"]["cpu"]["cores"]
+        assert [(int(c["cpu"]), float(c["system"])) for c in strip["cores"]] == \
+            [(c["cpu"], c["system_pct"]) for c in cores]
+        assert int(strip["hotCore"]) == snap["facts"]["cpu"]["max_core"]
+    restarts = {b["host"]: int(b["value"]) for s in seen["bars"] if s["measure"] == "restarts" for b in s["bars"]}
+    assert restarts == {h["name"]: h["facts_summary"]["restarts"] for h in doc["hosts"]} and max(restarts.values()) > 0
+
+
+def test_pictures_print_inside_the_page(browser: DevTools, tmp_path: Path) -> None:
+    browser.open(page(many_cores(), tmp_path, "print"), 800, 900)
+    browser.call("Emulation.setEmulatedMedia", media="print")
+    boxes = browser.eval("""JSON.stringify([...document.querySelectorAll('svg.pic')].map(s => {
+      const r = s.getBoundingClientRect();
+      return {w: r.width, right: r.right, page: document.documentElement.clientWidth,
+              shown: getComputedStyle(s).display !== 'none'}; }))""")
+    browser.call("Emulation.setEmulatedMedia", media="")
+    assert boxes and all(b["shown"] and b["w"] > 100 and b["right"] <= b["page"] for b in boxes), boxes
