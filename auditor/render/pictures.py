@@ -181,6 +181,8 @@ def cpu_strip(host: str, cpu: Mapping[str, Any]) -> CpuStrip | None:
         hot_line = f"hot core {int(hot)}: system {hot_pct:g}%"
         if thread.get("comm"):
             hot_line += f", busiest thread {thread.get('comm')} (tid {thread.get('tid')}, {thread.get('ticks')} ticks)"
+        else:
+            hot_line += ", no sampled thread (≥ 5 ticks) last ran there"
         label += "; " + hot_line
         lines = _wrap("▲ " + hot_line, CPU_WIDTH - LABEL_W, 8.2)  # 12 px bold
         spans = "".join(f'<tspan x="{LABEL_W}" dy="{16 if j else 0}">{_t(line)}</tspan>'
