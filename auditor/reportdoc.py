@@ -51,7 +51,33 @@ def facts_summary(snap: dict[str, Any]) -> dict[str, Any]:
         "kernel": (facts.get("kernel") or {}).get("release"),
         "dying_memcgs": memory.get("dying"),
         "enabled_units": len((facts.get("systemd") or {}).get("enabled_units") or []),
+        "restarts": _restarts(facts),
+        "cpu": _cpu(facts),
     }
+
+
+def _restarts(facts: dict[str, Any]) -> int | None:
+    """Unit restarts this boot, summed over the host's units (None when systemd gave no units)."""
+    units = [u for u in (facts.get("systemd") or {}).get("units") or [] if isinstance(u, dict)]
+    counts = [u["restarts"] for u in units if isinstance(u.get("restarts"), int)]
+    return sum(counts) if units else None
+
+
+def _cpu(facts: dict[str, Any]) -> dict[str, Any] | None:
+    """The CPU window compactly, for the report's per-core strip: cores as [cpu, user %, system %], the hot
+    core and its busiest thread (the one with most system ticks that last ran there)."""
+    cpu = facts.get("cpu") or {}
+    cores = [[c["cpu"], c.get("user_pct") or 0, c.get("system_pct") or 0] for c in cpu.get("cores") or []
+             if isinstance(c, dict) and isinstance(c.get("cpu"), int)]
+    if not cores:
+        return None
+    hot = cpu.get("max_core")
+    threads = [t for t in cpu.get("threads") or [] if isinstance(t, dict) and t.get("cpu") == hot]
+    busiest = max(threads, key=lambda t: (t.get("system_ticks") or 0, t.get("ticks") or 0), default=None)
+    return {"count": cpu.get("count"), "window_s": cpu.get("window_s"), "cores": cores, "max_core": hot,
+            "max_core_system_pct": cpu.get("max_core_system_pct"),
+            "hot_thread": {k: busiest.get(k) for k in ("pid", "tid", "comm", "ticks", "system_ticks")}
+            if busiest else None}
 
 
 def summary(report: Report) -> dict[str, Any]:

@@ -37,6 +37,14 @@ CLIPPED = """JSON.stringify((() => {
                                                    scroll: el.scrollWidth, client: el.clientWidth});
   for (const el of document.body.querySelectorAll('*')) {
     if (!el.getClientRects().length || (el.checkVisibility && !el.checkVisibility())) continue;
+    const svg = el.ownerSVGElement;
+    if (svg) {  // inside a picture CSS boxes mean nothing: what falls outside the SVG's viewport is cut off
+      const r = el.getBoundingClientRect(), s = svg.getBoundingClientRect();
+      if (r.right > s.right + 1 || r.left < s.left - 1 || r.bottom > s.bottom + 1)
+        out.push({el: name(el), why: 'cut off by its picture', right: Math.round(r.right), edge: Math.round(s.right),
+                  text: el.textContent.trim().slice(0, 50)});
+      continue;
+    }
     const style = getComputedStyle(el), r = el.getBoundingClientRect();
     const spills = el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1 && !scrolls(el);
     if (spills && style.display !== 'inline' && el.tagName !== 'TABLE' && el.tagName !== 'TR')

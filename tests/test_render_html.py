@@ -131,3 +131,25 @@ def test_clean_report() -> None:
     html = render(json.loads((DATA / "clean.json").read_text(encoding="utf-8")))
     assert 'class="verdict pass"' in html and "Nothing stands out" in html
     assert "No fact splits the groups." in html and "No findings." in html
+
+
+def test_facts_summary_carries_the_cpu_window_and_restarts_the_pictures_draw() -> None:
+    from auditor.reportdoc import facts_summary
+
+    snap = {"facts": {
+        "cpu": {"count": 2, "window_s": 1.0, "max_core": 1, "max_core_system_pct": 88.0,
+                "cores": [{"cpu": 0, "user_pct": 5.0, "system_pct": 1.0},
+                          {"cpu": 1, "user_pct": 2.0, "system_pct": 88.0}],
+                "threads": [{"pid": 1, "tid": 1, "cpu": 0, "ticks": 99, "system_ticks": 0, "comm": "busy-user"},
+                            {"pid": 7, "tid": 9, "cpu": 1, "ticks": 90, "system_ticks": 88, "comm": "kworker"},
+                            {"pid": 8, "tid": 8, "cpu": 1, "ticks": 95, "system_ticks": 3, "comm": "user-on-hot"}]},
+        "systemd": {"units": [{"name": "a.service", "restarts": 4}, {"name": "b.service", "restarts": 3},
+                              {"name": "c.service"}]}}}
+    summary = facts_summary(snap)
+    assert summary["restarts"] == 7
+    cpu = summary["cpu"]
+    assert cpu["cores"] == [[0, 5.0, 1.0], [1, 2.0, 88.0]] and cpu["max_core"] == 1
+    assert cpu["hot_thread"] == {"pid": 7, "tid": 9, "comm": "kworker", "ticks": 90, "system_ticks": 88}
+    assert facts_summary({"facts": {}})["cpu"] is None and facts_summary({"facts": {}})["restarts"] is None
+    html = render(fleet())
+    assert 'class="pic pic-chain" role="img"' in html and "<script>alert" not in html.split("<main>")[1]

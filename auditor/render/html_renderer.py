@@ -18,6 +18,7 @@ from markupsafe import Markup
 from ..models import SEVERITIES, severity_rank
 from ..resources import report_templates_dir
 from ..textsafe import block
+from . import pictures as pics
 from . import view
 
 if TYPE_CHECKING:
@@ -64,9 +65,13 @@ def render(doc: dict[str, Any]) -> str:
     css, js, csp = _assets()
     classes = view.host_classes(doc)
     shown = classes[:MAX_HOST_CLASSES]
+    chains = view.chain_groups(doc)
+    strips, strips_hidden = pics.cpu_strips(doc)
+    pictures = {"chains": pics.chain_pictures(doc, chains), "cpu": strips, "cpu_hidden": strips_hidden,
+                "bars": pics.bar_charts(doc)}
     return environment().get_template(TEMPLATE).render(
         doc=doc, summary=doc["summary"], comparison=doc.get("comparison") or {},
-        culprit=view.culprit(doc),
+        culprit=view.culprit(doc), pictures=pictures,
         symptom_top=view.symptom_top(doc), fsev=view.findings_by_severity(doc), by_group=view.hosts_by_group(doc),
         heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc), findings=view.finding_groups(doc),
         drift=view.drift_groups(doc), classes=shown, hidden_classes=len(classes) - len(shown),
