@@ -125,11 +125,11 @@ def since(session: Session | None, report: Report) -> None:
     history_stage.add_since(session, report)
 
 
-def record(session: Session | None, report: Report, snapshots: list[dict]) -> dict:
-    """The report document, recorded in the store in one transaction (when there is a store)."""
+def record(session: Session | None, report: Report, snapshots: list[dict]) -> tuple[dict, str | None]:
+    """The report document, recorded in the store in one transaction (when there is a store); and why the
+    store refused it (locked, disk full, read-only: the results are kept, the exit code says incomplete)."""
     doc = report_to_dict(report)
-    history_stage.finish(session, doc, snapshots, now_iso())
-    return doc
+    return doc, history_stage.finish(session, doc, snapshots, now_iso())
 
 
 def scan(opts: ScanOptions, env: Env) -> int:
@@ -155,14 +155,17 @@ def scan(opts: ScanOptions, env: Env) -> int:
             unsaved: OutputError | None = exc
         else:
             unsaved = None
-        doc = record(session, report, snapshots)
+        doc, not_recorded = record(session, report, snapshots)
     except BaseException:
         history_stage.abandon(session)  # a crash or Ctrl-C: this scan is marked, earlier ones untouched
         raise
     finally:
         history_stage.close(session)
+    if not_recorded:  # the results are kept (reports written, summary, notify); incomplete unless findings fail
+        env.err(f"ami-auditor: error: {not_recorded}")
+        report.exit_code = exitcodes.combine(report.exit_code == exitcodes.FINDINGS, True)
     render_stage.summarize(report, term)
-    if session is not None:
+    if session is not None and not not_recorded:
         term.out(f"recorded as scan {session.scan_id} in {session.path}")
     notify_stage.apply(plan.notify, doc, term)  # last: never changes the exit code or what was written
     if unsaved is not None:

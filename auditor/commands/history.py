@@ -10,8 +10,10 @@ from typing import Any
 from ..context import Env
 from ..errors import InputError
 from ..history import query, series, trends
+from ..history.conn import Store
 from ..history.db import DEFAULT_SHOWN, default_path, open_store
 from ..history.importer import import_folder
+from ..history.values import integer
 from ..textsafe import one_line
 from .checks import bounded_int
 
@@ -64,7 +66,7 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
     path = _path(args)
     conn = open_store(path, create=False)
     try:
-        scans = query.list_scans(conn, args.last)
+        scans = query.list_scans(conn, path, args.last)
     finally:
         conn.close()
     if args.json:
@@ -86,7 +88,7 @@ def run_show(args: argparse.Namespace, env: Env) -> int:
             row = conn.execute("SELECT max(id) FROM scans").fetchone()
             if row is None or row[0] is None:
                 raise InputError("no scans recorded yet", str(path))
-            scan_id = int(row[0])
+            scan_id = integer(row[0], path, "scans.id", low=1)
         else:
             try:
                 scan_id = int(args.scan)
@@ -112,7 +114,7 @@ def run_show(args: argparse.Namespace, env: Env) -> int:
     return 0
 
 
-def _points(conn: Any, path: Path, fact: str, host: str | None, last: int) -> list[tuple[int, str, str, Any, dict]]:
+def _points(conn: Store, path: Path, fact: str, host: str | None, last: int) -> list[tuple[int, str, str, Any, dict]]:
     """(scan id, time, host, value, labels) per stored snapshot; trend facts are derived again in order."""
     steps = series.parse_path(fact)
     rows = query.host_series(conn, path, host, last)

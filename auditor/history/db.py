@@ -1,8 +1,10 @@
 """The embedded SQLite store of scans: where it lives, opening it safely, schema version and migrations.
 
-The store file is read as untrusted-ish input: a file that is not a SQLite database, is corrupt, or has
-a schema version this program does not know is a clear error (exit 2) naming the file, never a
-traceback. WAL mode: readers (`history list`) never block a scan that is writing.
+The store file is untrusted input: a file that is not a SQLite database, is corrupt, has a schema version
+this program does not know, or a schema that is not exactly its own (schema.py: no foreign trigger, view,
+table or index, none missing) is a clear error (exit 2) naming the file, found before any statement
+touches a table; `trusted_schema=OFF` besides. Every statement is bounded in time and lock wait (conn.py).
+WAL mode: readers (`history list`) never block a scan that is writing.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import sqlite3
 from pathlib import Path
 
 from ..errors import InputError
+from . import schema
+from .conn import Store
 from .record import mark_interrupted
 
 STORE_NAME = "history.sqlite3"
@@ -118,12 +122,21 @@ def _fail(path: Path, why: str) -> InputError:
                       str(path))
 
 
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+def _version(conn: Store, path: Path) -> int:
+    """The file's schema version, once its schema is exactly that version's (before any table is touched)."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if not isinstance(version, int) or version < 0:
+        raise _fail(path, f"schema version {version!r} is not one this ami-auditor made")
     if version > SCHEMA_VERSION:
         raise _fail(path, f"schema version {version} is newer than this ami-auditor knows ({SCHEMA_VERSION})")
     if version == 0 and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
         raise _fail(path, "a SQLite database that is not an ami-auditor store")
+    if version:
+        schema.check(conn, path, MIGRATIONS[:version])
+    return version
+
+
+def _migrate(conn: Store, version: int) -> None:
     for index in range(version, SCHEMA_VERSION):
         conn.executescript(f"BEGIN; {MIGRATIONS[index]}; PRAGMA user_version = {index + 1}; COMMIT;")
 
@@ -133,6 +146,8 @@ def check_usable(path: Path) -> None:
     if path.exists():
         if not path.is_file():
             raise _fail(path, "not a regular file")
+        if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK | os.X_OK):
+            raise _fail(path, "not writable (read-only file system or permissions)")
         open_store(path, create=False).close()
         return
     parent = path.parent
@@ -142,28 +157,28 @@ def check_usable(path: Path) -> None:
         raise _fail(path, f"{parent} is not writable")
 
 
-def open_store(path: Path, create: bool = True) -> sqlite3.Connection:
-    """Open (and create or upgrade) the store; every defect of the file is an InputError naming it."""
+def open_store(path: Path, create: bool = True) -> Store:
+    """Open (and create or upgrade) the store; every defect of the file is an InputError naming it, a lock
+    held past the wait or a file system that refuses the write a StoreUnavailable (conn.py)."""
     if not path.exists() and not create:
         raise InputError("no history store here (run a scan first, or give --store PATH)", str(path))
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+        conn = Store(path)
     except sqlite3.Error as exc:
         raise _fail(path, str(exc)) from exc
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA trusted_schema=OFF")  # no function a schema object names runs with its side effects
+        version = _version(conn, path)
         check = conn.execute("PRAGMA quick_check").fetchone()[0]
         if check != "ok":
             raise _fail(path, f"the database is damaged ({check})")
-        _migrate(conn, path)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        _migrate(conn, version)
         mark_interrupted(conn)  # scans whose process died (SIGKILL, power loss) read as interrupted
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise _fail(path, str(exc)) from exc
     except BaseException:
         conn.close()
         raise

@@ -17,6 +17,7 @@ import zlib
 from typing import Any
 
 from ..collect.schema import FactSpec, fact_tree, holds_volatile
+from ..jsonload import load_json_text
 
 PER_RUN_KEYS = ("name", "target", "labels", "collected_at", "probe")
 _HOLE = "\x00v"  # marks a taken-out volatile value in the stable body (never a real fact: NUL is escaped on input)
@@ -93,9 +94,10 @@ def compress(value: Any) -> bytes:
 
 
 def decompress(blob: bytes, limit: int = 64 * 1024 * 1024) -> Any:
-    """Inflate at most `limit` bytes (the store is read as untrusted-ish input) and parse the JSON."""
+    """Inflate at most `limit` bytes (the store is untrusted input) and parse the JSON strictly (jsonload:
+    InputError for NaN, deep nesting, huge integers; ValueError for text that is not UTF-8)."""
     inflater = zlib.decompressobj()
     raw = inflater.decompress(blob, limit)
     if inflater.unconsumed_tail:
         raise ValueError(f"stored value inflates past {limit} bytes")
-    return json.loads(raw)
+    return load_json_text(raw.decode("utf-8"), "<stored value>")

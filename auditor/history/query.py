@@ -1,100 +1,146 @@
 """Reading the store: scans in order, one scan, the previous snapshot of each host, a fact's series.
 
-Every stored value is read as untrusted-ish input: a blob that does not inflate or parse is an
-InputError naming the store, never a traceback.
+Every stored value is read as untrusted input (values.py): a blob that does not inflate, JSON that is not
+strict, a column of the wrong kind, a snapshot that is not a valid snapshot is an InputError naming the
+store and the row, never a traceback.
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import zlib
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..collect.schema import snapshot_json_schema
 from ..errors import InputError
+from ..jsonload import json_pointer
+from ..models import SEVERITIES as _SEVERITIES
+from ..schemacheck import FastCheck
 from . import pack
+from .conn import Store
+from .values import damaged, integer, json_value, text
+
+STATES = frozenset({"running", "complete", "interrupted"})
+SEVERITIES = frozenset(_SEVERITIES)
 
 
-def _load(blob: bytes | None, where: Path) -> Any:
+def _load(blob: Any, where: Path, what: str) -> Any:
     if blob is None:
         return None
+    if not isinstance(blob, bytes):
+        raise damaged(where, what, f"is {type(blob).__name__}, not a compressed value")
     try:
         return pack.decompress(blob)
-    except (zlib.error, ValueError, TypeError) as exc:
-        raise InputError(f"the history store holds a damaged value ({exc})", str(where)) from exc
-
-
-def _text(value: str | None, where: Path) -> Any:
-    if value is None:
-        return None
-    try:
-        return json.loads(value)
-    except ValueError as exc:
-        raise InputError(f"the history store holds a damaged value ({exc})", str(where)) from exc
+    except (zlib.error, ValueError) as exc:
+        raise damaged(where, what, f"does not inflate ({exc})") from exc
+    except InputError as exc:
+        raise damaged(where, what, f"is not strict JSON ({exc.message})") from None
 
 
 SCAN_COLUMNS = ("id", "started_at", "finished_at", "generated_at", "state", "exit_code", "hosts", "findings",
                 "drift", "source")
 
 
-def list_scans(conn: sqlite3.Connection, last: int = 0) -> list[dict[str, Any]]:
+def _scan_row(row: Any, where: Path) -> dict[str, Any]:
+    scan_id = integer(row[0], where, "scans.id", low=1)
+    at = f"scan {scan_id}"
+    return {"id": scan_id, "started_at": text(row[1], where, f"{at} started_at"),
+            "finished_at": text(row[2], where, f"{at} finished_at", null=True),
+            "generated_at": text(row[3], where, f"{at} generated_at", null=True),
+            "state": text(row[4], where, f"{at} state", choices=STATES),
+            "exit_code": integer(row[5], where, f"{at} exit_code", high=255, null=True),
+            **{k: integer(v, where, f"{at} {k}") for k, v in zip(("hosts", "findings", "drift"), row[6:9])},
+            "source": text(row[9], where, f"{at} source", null=True)}
+
+
+def list_scans(conn: Store, where: Path, last: int = 0) -> list[dict[str, Any]]:
     """Scans oldest first (by id); `last` > 0 keeps only the newest `last`."""
     sql = f"SELECT {', '.join(SCAN_COLUMNS)} FROM scans ORDER BY id"
-    rows = [dict(zip(SCAN_COLUMNS, r)) for r in conn.execute(sql)]
+    rows = [_scan_row(r, where) for r in conn.execute(sql)]
     return rows[-last:] if last > 0 else rows
 
 
-def get_scan(conn: sqlite3.Connection, scan_id: int, where: Path) -> dict[str, Any]:
+def get_scan(conn: Store, scan_id: int, where: Path) -> dict[str, Any]:
     """One scan: its row, hosts, findings (with first-seen times) and drift."""
     row = conn.execute(f"SELECT {', '.join(SCAN_COLUMNS)} FROM scans WHERE id = ?", (scan_id,)).fetchone()
     if row is None:
         raise InputError(f"no scan {scan_id} in the history store", str(where))
-    scan = dict(zip(SCAN_COLUMNS, row))
+    scan = _scan_row(row, where)
+    at = f"scan {scan_id}"
     scan["hosts_detail"] = [
-        {"name": n, "status": s, "error": e, "target": t, "labels": _text(lb, where), "complete": bool(c),
-         "facts_summary": _text(fs, where), "snapshot": h}
+        {"name": text(n, where, f"{at} host"), "status": text(s, where, f"{at} host status"),
+         "error": text(e, where, f"{at} host error", null=True), "target": text(t, where, f"{at} target", null=True),
+         "labels": json_value(lb, where, f"{at} labels"), "complete": bool(integer(c, where, f"{at} complete")),
+         "facts_summary": json_value(fs, where, f"{at} summary"), "snapshot": text(h, where, f"{at} snapshot", True)}
         for n, s, e, t, lb, c, fs, h in conn.execute(
             "SELECT host, status, error, target, labels, complete, summary, snapshot FROM scan_hosts "
             "WHERE scan_id = ? ORDER BY host", (scan_id,))]
     scan["findings_detail"] = [
-        {"host": h, "rule": r, "item": i or None, "severity": s, "title": t, "evidence": _text(ev, where),
-         "waived": bool(w), "first_seen": first_seen(conn, "finding", h, r, i, scan_id)}
+        {"host": text(h, where, f"{at} finding host"), "rule": text(r, where, f"{at} finding rule"),
+         "item": text(i, where, f"{at} finding item") or None,
+         "severity": text(s, where, f"{at} finding severity", choices=SEVERITIES),
+         "title": text(t, where, f"{at} finding title"), "evidence": json_value(ev, where, f"{at} finding evidence"),
+         "waived": bool(integer(w, where, f"{at} finding waived")),
+         "first_seen": first_seen(conn, "finding", h, r, i, scan_id, where)}
         for h, r, i, s, t, ev, w in conn.execute(
             "SELECT host, rule, item, severity, title, evidence, waived FROM findings WHERE scan_id = ? "
             "ORDER BY host, rule, item", (scan_id,))]
     scan["drift_detail"] = [
-        {"host": h, "path": p, "kind": k, "severity": s, "expected": _text(e, where), "actual": _text(a, where)}
+        {"host": text(h, where, f"{at} drift host"), "path": text(p, where, f"{at} drift path"),
+         "kind": text(k, where, f"{at} drift kind"),
+         "severity": text(s, where, f"{at} drift severity", choices=SEVERITIES),
+         "expected": json_value(e, where, f"{at} drift expected"), "actual": json_value(a, where, f"{at} drift actual")}
         for h, p, k, s, e, a in conn.execute(
             "SELECT host, path, kind, severity, expected, actual FROM drift WHERE scan_id = ? ORDER BY host, path",
             (scan_id,))]
     return scan
 
 
-def first_seen(conn: sqlite3.Connection, kind: str, host: str, key: str, item: str, scan_id: int) -> str | None:
+def first_seen(conn: Store, kind: str, host: str, key: str, item: str, scan_id: int, where: Path) -> str | None:
     """When the occurrence of this identity that was open at `scan_id` was first seen."""
     row = conn.execute("SELECT first_seen FROM issues WHERE kind = ? AND host = ? AND key = ? AND item = ? "
                        "AND first_scan <= ? AND (resolved_scan IS NULL OR resolved_scan > ?) "
                        "ORDER BY first_scan DESC LIMIT 1", (kind, host, key, item, scan_id, scan_id)).fetchone()
-    return row[0] if row else None
+    return text(row[0], where, f"first_seen of {kind} {key} on {host}") if row else None
 
 
-def snapshot_of(conn: sqlite3.Connection, scan_id: int, host: str, where: Path) -> dict[str, Any] | None:
-    """A stored snapshot, put back together (None when the host was not reached in that scan)."""
+@lru_cache(maxsize=1)
+def _snapshot_check() -> FastCheck:
+    return FastCheck(snapshot_json_schema())
+
+
+def _valid_snapshot(snap: dict[str, Any], where: Path, what: str) -> dict[str, Any]:
+    """The snapshot, if it is one by the snapshot schema (jsonschema-rs first; jsonschema has the last word)."""
+    if _snapshot_check().valid(snap, from_json=True):
+        return snap
+    import jsonschema  # only for a snapshot the fast check doubts
+
+    error = next(iter(jsonschema.Draft202012Validator(snapshot_json_schema()).iter_errors(snap)), None)
+    if error is None:
+        return snap
+    pointer = json_pointer(error.absolute_path) or "the top level"
+    raise damaged(where, what, f"is not a valid snapshot at JSON pointer {pointer}: {error.message[:200]}")
+
+
+def snapshot_of(conn: Store, scan_id: int, host: str, where: Path) -> dict[str, Any] | None:
+    """A stored snapshot, put back together and validated (None when the host was not reached in that scan)."""
     row = conn.execute("SELECT s.body, h.volatile FROM scan_hosts h JOIN snapshots s ON s.hash = h.snapshot "
                        "WHERE h.scan_id = ? AND h.host = ?", (scan_id, host)).fetchone()
     if row is None:
         return None
-    body, volatile = _load(row[0], where), _load(row[1], where)
+    what = f"scan {scan_id} snapshot of {host}"
+    body, volatile = _load(row[0], where, what), _load(row[1], where, f"{what} (volatile part)")
     if not isinstance(body, dict) or not isinstance(volatile, dict):
-        raise InputError("the history store holds a damaged snapshot", str(where))
+        raise damaged(where, what, "is not a JSON object")
     try:
-        return pack.join(body, volatile)
+        snap = pack.join(body, volatile)
     except (IndexError, TypeError) as exc:
-        raise InputError(f"the history store holds a damaged snapshot ({exc})", str(where)) from exc
+        raise damaged(where, what, f"does not join with its volatile part ({exc})") from exc
+    return _valid_snapshot(snap, where, what)
 
 
-def previous_snapshots(conn: sqlite3.Connection, hosts: list[str], before: int,
+def previous_snapshots(conn: Store, hosts: list[str], before: int,
                        where: Path) -> dict[str, tuple[int, dict[str, Any]]]:
     """Per host, the newest complete scan before `before` that reached it: (scan id, snapshot)."""
     out: dict[str, tuple[int, dict[str, Any]]] = {}
@@ -103,20 +149,21 @@ def previous_snapshots(conn: sqlite3.Connection, hosts: list[str], before: int,
                            "AND h.snapshot IS NOT NULL AND s.state = 'complete' AND h.scan_id < ? "
                            "ORDER BY h.scan_id DESC LIMIT 1", (host, before)).fetchone()
         if row is not None:
-            snap = snapshot_of(conn, row[0], host, where)
+            scan_id = integer(row[0], where, "scan_hosts.scan_id", low=1)
+            snap = snapshot_of(conn, scan_id, host, where)
             if snap is not None:
-                out[host] = (int(row[0]), snap)
+                out[host] = (scan_id, snap)
     return out
 
 
-def scans_seen(conn: sqlite3.Connection, hosts: list[str], before: int) -> dict[str, int]:
+def scans_seen(conn: Store, hosts: list[str], before: int) -> dict[str, int]:
     """Per host, how many complete scans before `before` reached it."""
     return {h: int(conn.execute("SELECT count(*) FROM scan_hosts h JOIN scans s ON s.id = h.scan_id WHERE "
                                 "h.host = ? AND h.snapshot IS NOT NULL AND s.state = 'complete' AND h.scan_id < ?",
                                 (h, before)).fetchone()[0]) for h in hosts}
 
 
-def host_series(conn: sqlite3.Connection, where: Path, host: str | None = None,
+def host_series(conn: Store, where: Path, host: str | None = None,
                 last: int = 0) -> list[tuple[int, str, str, dict[str, Any]]]:
     """(scan id, generated_at, host, snapshot) for every stored snapshot, oldest first."""
     sql = ("SELECT h.scan_id, s.generated_at, h.host FROM scan_hosts h JOIN scans s ON s.id = h.scan_id "
@@ -125,7 +172,9 @@ def host_series(conn: sqlite3.Connection, where: Path, host: str | None = None,
     if host is not None:
         sql += " AND h.host = ?"
         params = (host,)
-    rows = list(conn.execute(sql + " ORDER BY h.scan_id, h.host", params))
+    rows = [(integer(sid, where, "scan_hosts.scan_id", low=1), text(at, where, f"scan {sid} generated_at"),
+             text(name, where, f"scan {sid} host")) for sid, at, name in conn.execute(sql + " ORDER BY h.scan_id, "
+                                                                                      "h.host", params)]
     if last > 0:
         keep = sorted({r[0] for r in rows})[-last:]
         rows = [r for r in rows if r[0] in set(keep)]
@@ -133,5 +182,5 @@ def host_series(conn: sqlite3.Connection, where: Path, host: str | None = None,
     for sid, at, name in rows:
         snap = snapshot_of(conn, sid, name, where)
         if snap is not None:
-            out.append((int(sid), str(at), str(name), snap))
+            out.append((sid, at, name, snap))
     return out

@@ -2,19 +2,24 @@
 
 A scan killed midway (SIGKILL, power loss) leaves its `running` row and nothing else: SQLite's WAL
 rolls the unfinished transaction back, earlier scans stay intact, and the next open marks the row
-`interrupted` once its process is gone. First-seen and resolved times are kept per identity —
-(finding: rule + host + item) or (drift: path + host) — in `issues`.
+`interrupted` once its process is gone. An imported report is one transaction, row and all. Values
+read back are checked (values.py): a crafted pid is bad input, never a signal sent to it. First-seen
+and resolved times are kept per identity — (finding: rule + host + item) or (drift: path + host) — in
+`issues`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
-import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 from . import pack
+from .conn import Store
+from .values import PID_MAX, integer, text
 
 
 def _json(value: Any) -> str:
@@ -31,17 +36,22 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def mark_interrupted(conn: sqlite3.Connection) -> list[int]:
+def mark_interrupted(conn: Store) -> list[int]:
     """Mark `running` scans of this machine whose process is gone as `interrupted`; returns their ids."""
     node = socket.gethostname()
-    gone = [sid for sid, pid, where in conn.execute("SELECT id, pid, node FROM scans WHERE state = 'running'")
-            if where == node and (pid is None or not _alive(int(pid)))]
+    gone = []
+    for sid, pid, where in conn.execute("SELECT id, pid, node FROM scans WHERE state = 'running'"):
+        at = f"scan {integer(sid, conn.path, 'scans.id', low=1)}"
+        if text(where, conn.path, f"{at} node", null=True) != node:
+            continue
+        if integer(pid, conn.path, f"{at} pid", low=1, high=PID_MAX, null=True) is None or not _alive(pid):
+            gone.append(sid)
     for sid in gone:
         conn.execute("UPDATE scans SET state = 'interrupted' WHERE id = ? AND state = 'running'", (sid,))
     return gone
 
 
-def begin_scan(conn: sqlite3.Connection, started_at: str, source: str = "scan") -> int:
+def begin_scan(conn: Store, started_at: str, source: str = "scan") -> int:
     """Insert this scan's `running` row (committed at once) and return its monotonic id."""
     mark_interrupted(conn)
     cur = conn.execute("INSERT INTO scans (started_at, state, pid, node, source) VALUES (?, 'running', ?, ?, ?)",
@@ -56,35 +66,64 @@ def _identity(kind: str, row: dict[str, Any]) -> tuple[str, str, str, str]:
     return kind, row["host"], row["path"], ""
 
 
-def open_issues(conn: sqlite3.Connection) -> dict[tuple[str, str, str, str], str]:
+def open_issues(conn: Store) -> dict[tuple[str, str, str, str], str]:
     """Identity → first-seen time, for every finding and drift item not resolved yet."""
-    return {(k, h, key, item): first for k, h, key, item, first in conn.execute(
-        "SELECT kind, host, key, item, first_seen FROM issues WHERE resolved_scan IS NULL")}
+    where = conn.path
+    return {(text(k, where, "issues.kind", choices=frozenset({"finding", "drift"})), text(h, where, "issues.host"),
+             text(key, where, "issues.key"), text(item, where, "issues.item")): text(first, where, "issues.first_seen")
+            for k, h, key, item, first in conn.execute(
+                "SELECT kind, host, key, item, first_seen FROM issues WHERE resolved_scan IS NULL")}
 
 
-def known_hosts(conn: sqlite3.Connection) -> dict[str, tuple[int, str]]:
+def known_hosts(conn: Store) -> dict[str, tuple[int, str]]:
     """Host name → (first scan id, first-seen time)."""
-    return {name: (sid, at) for name, sid, at in conn.execute("SELECT name, first_scan, first_seen FROM hosts")}
+    where = conn.path
+    return {text(name, where, "hosts.name"): (integer(sid, where, "hosts.first_scan"),
+                                              text(at, where, "hosts.first_seen"))
+            for name, sid, at in conn.execute("SELECT name, first_scan, first_seen FROM hosts")}
 
 
-def record_scan(conn: sqlite3.Connection, scan_id: int, doc: dict[str, Any],
-                snapshots: dict[str, dict[str, Any]], finished_at: str) -> None:
-    """Write one finished scan (the report document and the hosts' snapshots) in one transaction."""
+def _complete(conn: Store, scan_id: int, doc: dict[str, Any], snapshots: dict[str, dict[str, Any]],
+              finished_at: str) -> None:
     at = doc["generated_at"]
+    _write(conn, scan_id, doc, snapshots, at)
+    conn.execute("UPDATE scans SET state = 'complete', finished_at = ?, generated_at = ?, exit_code = ?, "
+                 "hosts = ?, findings = ?, drift = ? WHERE id = ?",
+                 (finished_at, at, doc["summary"]["exit_code"], len(doc["hosts"]),
+                  sum(1 for f in doc["findings"] if not f["waived"]), len(doc["drift"]), scan_id))
+
+
+@contextlib.contextmanager
+def _transaction(conn: Store) -> Iterator[None]:
+    """BEGIN IMMEDIATE (waits for another writer, bounded: conn.py) … COMMIT; on any error roll back what began."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        _write(conn, scan_id, doc, snapshots, at)
-        conn.execute("UPDATE scans SET state = 'complete', finished_at = ?, generated_at = ?, exit_code = ?, "
-                     "hosts = ?, findings = ?, drift = ? WHERE id = ?",
-                     (finished_at, at, doc["summary"]["exit_code"], len(doc["hosts"]),
-                      sum(1 for f in doc["findings"] if not f["waived"]), len(doc["drift"]), scan_id))
-        conn.execute("COMMIT")
+        yield
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
+    conn.execute("COMMIT")
 
 
-def _write(conn: sqlite3.Connection, scan_id: int, doc: dict[str, Any],
+def record_scan(conn: Store, scan_id: int, doc: dict[str, Any],
+                snapshots: dict[str, dict[str, Any]], finished_at: str) -> None:
+    """Write one finished scan (the report document and the hosts' snapshots) in one transaction."""
+    with _transaction(conn):
+        _complete(conn, scan_id, doc, snapshots, finished_at)
+
+
+def import_scan(conn: Store, doc: dict[str, Any], source: str) -> int:
+    """Record a saved report (already validated) as a complete scan: its row and content in one transaction."""
+    with _transaction(conn):
+        cur = conn.execute("INSERT INTO scans (started_at, state, pid, node, source) VALUES (?, 'running', ?, ?, ?)",
+                           (doc["generated_at"], os.getpid(), socket.gethostname(), source))
+        assert cur.lastrowid is not None
+        _complete(conn, int(cur.lastrowid), doc, {}, doc["generated_at"])
+    return int(cur.lastrowid)
+
+
+def _write(conn: Store, scan_id: int, doc: dict[str, Any],
            snapshots: dict[str, dict[str, Any]], at: str) -> None:
     reached: set[str] = set()
     for host in doc["hosts"]:
@@ -119,7 +158,7 @@ def _write(conn: sqlite3.Connection, scan_id: int, doc: dict[str, Any],
     _update_issues(conn, scan_id, doc, reached, at)
 
 
-def _update_issues(conn: sqlite3.Connection, scan_id: int, doc: dict[str, Any], reached: set[str], at: str) -> None:
+def _update_issues(conn: Store, scan_id: int, doc: dict[str, Any], reached: set[str], at: str) -> None:
     """Open new identities, keep seen ones open, resolve open ones of reached hosts that this scan no longer has."""
     current = {_identity("finding", f) for f in doc["findings"]} | {_identity("drift", d) for d in doc["drift"]}
     was_open = set(open_issues(conn))

@@ -9,15 +9,18 @@ before the judge) → `add_since` (first-seen times, new/gone hosts, after judge
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..errors import AuditorError
 from ..models import Report
 from ..options import HistoryOptions
+from ..textsafe import one_line
 from . import query, record, trends
+from .conn import Store, StoreUnavailable
 from .db import check_usable, default_path, open_store
+from .values import integer, text
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class Session:
     """One scan's open store: its connection and its monotonic scan id."""
 
     path: Path
-    conn: sqlite3.Connection
+    conn: Store
     scan_id: int
     open_before: dict[tuple[str, str, str, str], str]
     hosts_before: dict[str, tuple[int, str]]
@@ -81,8 +84,9 @@ def add_since(session: Session | None, report: Report) -> None:
     reached = {h.name for h in report.hosts if h.status == "ok"}
     row = session.conn.execute("SELECT max(id) FROM scans WHERE state = 'complete' AND id < ?",
                                (session.scan_id,)).fetchone()
-    previous = row[0] if row else None
-    before = {h for (h,) in session.conn.execute("SELECT host FROM scan_hosts WHERE scan_id = ?", (previous,))}
+    previous = integer(row[0], session.path, "scans.id", low=1, null=True) if row else None
+    before = {text(h, session.path, f"scan {previous} host")
+              for (h,) in session.conn.execute("SELECT host FROM scan_hosts WHERE scan_id = ?", (previous,))}
     current = {("finding", f.host, f.rule, f.item or "") for f in report.findings}
     current |= {("drift", d.host, d.path, "") for d in report.drift}
     resolved = [{"kind": k, "host": h, "key": key, "item": item or None, "first_seen": first}
@@ -99,16 +103,24 @@ def abandon(session: Session | None) -> None:
     """Mark a scan that will not finish (an exception, Ctrl-C) as interrupted."""
     if session is None:
         return
-    with contextlib.suppress(sqlite3.Error):
+    with contextlib.suppress(AuditorError, KeyboardInterrupt):  # locked, disk full, a stop: the next open marks it
         session.conn.execute("UPDATE scans SET state = 'interrupted' WHERE id = ? AND state = 'running'",
                              (session.scan_id,))
 
 
-def finish(session: Session | None, doc: dict[str, Any], snapshots: list[dict[str, Any]], finished_at: str) -> None:
-    """Record the scan (one transaction)."""
+def finish(session: Session | None, doc: dict[str, Any], snapshots: list[dict[str, Any]],
+           finished_at: str) -> str | None:
+    """Record the scan (one transaction). When the store refuses it (locked past the wait, disk full,
+    read-only) the scan keeps its results (reports are written before): the reason is returned (one safe
+    line), and the scan's row stays `running` until the next open sees its process gone."""
     if session is None:
-        return
-    record.record_scan(session.conn, session.scan_id, doc, {str(s.get("name")): s for s in snapshots}, finished_at)
+        return None
+    try:
+        record.record_scan(session.conn, session.scan_id, doc, {str(s.get("name")): s for s in snapshots},
+                           finished_at)
+    except StoreUnavailable as exc:
+        return one_line(f"{exc}: this scan is not recorded in it")
+    return None
 
 
 def close(session: Session | None) -> None:
