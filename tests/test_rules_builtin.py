@@ -77,13 +77,18 @@ def test_crash_loop_catches_auto_restart_before_the_restart_threshold() -> None:
 
 def test_a_crash_looping_unit_stopped_since_is_no_finding() -> None:
     """`systemctl disable --now` (the remediation) leaves NRestarts as it was until reboot: a stopped unit
-    (inactive/dead) loops no more, so the finding goes (and Security Hub archives it); failed still counts."""
+    (inactive/dead, or failed when stopped mid-start) loops no more, so the finding goes (and Security Hub
+    archives it); one systemd gave up on (start-limit-hit) still counts."""
     snap = recorded("fleet-b1")
     [unit] = [u for u in snap["facts"]["systemd"]["units"] if u["name"] == "ecs.service"]
     assert unit["restarts"] >= 3
-    unit.update(active_state="inactive", sub_state="dead")  # recorded facts, the unit stopped
-    assert not fired(judge(snap), "systemd.unit-crash-looping")
-    unit.update(active_state="failed", sub_state="failed")  # gave up (a start limit): still a crash loop
+    for state, sub, result in [("inactive", "dead", "success"),  # stopped between two restarts
+                               ("failed", "failed", "signal")]:  # stopped mid-start (ExecStartPre killed)
+        unit.update(active_state=state, sub_state=sub, result=result)  # recorded facts, the unit stopped
+        assert not fired(judge(snap), "systemd.unit-crash-looping"), state
+    unit.update(active_state="failed", sub_state="failed", result="start-limit-hit")  # systemd gave up
+    assert fired(judge(snap), "systemd.unit-crash-looping")
+    unit.update(active_state="active", sub_state="running", result="success")  # restarted, running again
     assert fired(judge(snap), "systemd.unit-crash-looping")
 
 
