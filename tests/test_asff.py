@@ -81,3 +81,20 @@ def test_hostile_text_is_escaped_and_cut_to_the_asff_limits() -> None:
     assert len(d["Description"]) <= 1024 and "\n" not in d["Description"]
     assert len(d["Remediation"]["Recommendation"]["Text"]) <= 512
     jsonschema.validate([d], asff_schema())
+
+
+def test_the_instance_the_scanner_reached_wins_over_the_one_the_host_reports() -> None:
+    """A snapshot is untrusted (and a baked image can carry its build instance's cloud-init data): the
+    ssm:// target, then EC2/inventory labels, name the instance; the host's own claim only when neither does."""
+    claims = {"instance_id": "i-0aaaaaaaaaaaaaaaa", "ami_id": "ami-0aaaaaaaaaaaaaaaa", "az": "eu-west-1a"}
+    host = {"name": "b2", "target": "ssm://i-0bbbbbbbbbbbbbbbb?region=us-east-1", "facts_summary": claims,
+            "labels": {"instance_id": "i-0cccccccccccccccc", "ami_id": "ami-0cccccccccccccccc", "az": "us-east-1b"}}
+    assert asff.instance_of(host) == "i-0bbbbbbbbbbbbbbbb"
+    ec2 = asff.resource(host, "b2", "us-east-1", "123456789012")
+    assert ec2["Id"] == "arn:aws:ec2:us-east-1:123456789012:instance/i-0bbbbbbbbbbbbbbbb"
+    assert ec2["Details"]["AwsEc2Instance"]["ImageId"] == "ami-0cccccccccccccccc" and ec2["Region"] == "us-east-1"
+    by_ssh = {**host, "target": "ssh://10.0.0.5"}
+    assert asff.instance_of(by_ssh) == "i-0cccccccccccccccc"
+    assert asff.instance_of({**by_ssh, "labels": {"az": "b"}}) == "i-0aaaaaaaaaaaaaaaa"
+    only_claims = asff.resource({**by_ssh, "labels": {"az": "b"}}, "b2", "us-east-1", "123456789012")
+    assert only_claims["Region"] == "eu-west-1"  # a label that is no AZ falls back to the host's

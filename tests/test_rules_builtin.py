@@ -75,6 +75,23 @@ def test_crash_loop_catches_auto_restart_before_the_restart_threshold() -> None:
     assert not fired(judge(snap, "systemd.crashloop_min_restarts=100000"), "systemd.unit-crash-looping")
 
 
+def test_a_crash_looping_unit_stopped_since_is_no_finding() -> None:
+    """`systemctl disable --now` (the remediation) leaves NRestarts as it was until reboot: a stopped unit
+    (inactive/dead, or failed when stopped mid-start) loops no more, so the finding goes (and Security Hub
+    archives it); one systemd gave up on (start-limit-hit) still counts."""
+    snap = recorded("fleet-b1")
+    [unit] = [u for u in snap["facts"]["systemd"]["units"] if u["name"] == "ecs.service"]
+    assert unit["restarts"] >= 3
+    for state, sub, result in [("inactive", "dead", "success"),  # stopped between two restarts
+                               ("failed", "failed", "signal")]:  # stopped mid-start (ExecStartPre killed)
+        unit.update(active_state=state, sub_state=sub, result=result)  # recorded facts, the unit stopped
+        assert not fired(judge(snap), "systemd.unit-crash-looping"), state
+    unit.update(active_state="failed", sub_state="failed", result="start-limit-hit")  # systemd gave up
+    assert fired(judge(snap), "systemd.unit-crash-looping")
+    unit.update(active_state="active", sub_state="running", result="success")  # restarted, running again
+    assert fired(judge(snap), "systemd.unit-crash-looping")
+
+
 def test_ecs_enabled_without_cluster() -> None:
     for name in ("al2", "ubuntu2004-dlami", "fleet-b1"):
         [f] = fired(judge(recorded(name)), "systemd.ecs-enabled-without-cluster")

@@ -56,26 +56,27 @@ def product_arn(region: str, account: str) -> str:
     return f"arn:{partition_of(region)}:securityhub:{region}:{account}:product/{account}/default"
 
 
+def _first(pattern: re.Pattern[str], *candidates: object) -> str | None:
+    return next((c for c in candidates if isinstance(c, str) and pattern.match(c)), None)
+
+
 def instance_of(host: dict[str, Any]) -> str | None:
-    summary = host.get("facts_summary") or {}
-    labels = host.get("labels") or {}
+    """The instance id the scanner knows (the ssm:// target it reached, then an EC2-discovery or inventory
+    label) before the one the host reports of itself: a snapshot is untrusted, and an image baked with its
+    build instance's cloud-init data reports that instance."""
     target = str(host.get("target") or "")
-    for candidate in (summary.get("instance_id"), labels.get("instance_id"),
-                      target[6:].partition("?")[0] if target.startswith("ssm://") else None):
-        if isinstance(candidate, str) and _INSTANCE.match(candidate):
-            return candidate
-    return None
+    return _first(_INSTANCE, target[6:].partition("?")[0] if target.startswith("ssm://") else None,
+                  (host.get("labels") or {}).get("instance_id"), (host.get("facts_summary") or {}).get("instance_id"))
 
 
 def resource(host: dict[str, Any] | None, name: str, region: str, account: str) -> dict[str, Any]:
-    """AwsEc2Instance (instance id, AMI, AZ where known); an image or a non-EC2 host as `Other`."""
+    """AwsEc2Instance (instance id, AMI, AZ where known; labels before what the host reports); an image or a
+    non-EC2 host as `Other`."""
     host = host or {"name": name}
     summary = host.get("facts_summary") or {}
     labels = host.get("labels") or {}
-    az = summary.get("az") or labels.get("az")
-    az = az if isinstance(az, str) and _AZ.match(az) else None
-    ami = summary.get("ami_id") or labels.get("ami_id")
-    ami = ami if isinstance(ami, str) and _AMI.match(ami) else None
+    az = _first(_AZ, labels.get("az"), summary.get("az"))
+    ami = _first(_AMI, labels.get("ami_id"), summary.get("ami_id"))
     instance = instance_of(host)
     where = _AZ.match(az).group(1) if az else region  # type: ignore[union-attr]
     tags = {k: cut(v, 256) for k, v in (("ami-auditor:host", name), ("ami-auditor:az", az)) if v}
