@@ -8,6 +8,7 @@ bidi characters are made visible (textsafe), like every other value on the page.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import textwrap
@@ -27,6 +28,22 @@ NUMBER = re.compile(r"\d+(?:\.\d+)?")
 def _t(value: Any) -> Markup:
     """Host or rule text, safe inside SVG text and attribute values."""
     return escape(block(str(value)))
+
+
+def _pct(value: Any) -> float:
+    """A share from a report (untrusted: a saved report may hold NaN, inf, text or a bool): 0–100, else 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return 0.0
+    return min(max(float(value), 0.0), 100.0)
+
+
+def _count(value: Any) -> bool:
+    """A count a bar can show: a finite number ≥ 0 (a saved report is untrusted)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+
+
+def _core_number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 16 else None
 
 
 def _n(value: float) -> str:
@@ -62,7 +79,7 @@ def chain_svg(chain: Mapping[str, Any], others: int = 0) -> Markup:
     links = [link for link in chain.get("links") or [] if isinstance(link, dict)]
     rows: dict[int, list[Mapping[str, Any]]] = {}
     for each in links:
-        rows.setdefault(int(each.get("position") or 0), []).append(each)
+        rows.setdefault(_core_number(each.get("position")) or 0, []).append(each)
     missing = sorted({str(m) for gap in chain.get("gaps") or [] for m in gap.get("missing") or []})
     body: list[str] = []
     y, gap, arrow = 4.0, 10.0, 26.0
@@ -143,11 +160,12 @@ def _core_rows(cores: list[list[float]]) -> list[list[list[float]]]:
 
 
 def cpu_strip(host: str, cpu: Mapping[str, Any]) -> CpuStrip | None:
-    cores = [[float(v) for v in c[:3]] for c in cpu.get("cores") or [] if isinstance(c, list) and len(c) >= 3]
+    cores = [[float(core), _pct(c[1]), _pct(c[2])] for c in cpu.get("cores") or []
+             if isinstance(c, list) and len(c) >= 3 and (core := _core_number(c[0])) is not None]
     if not cores:
         return None
-    hot = cpu.get("max_core")
-    hot_pct = float(cpu.get("max_core_system_pct") or 0)
+    hot = _core_number(cpu.get("max_core"))
+    hot_pct = _pct(cpu.get("max_core_system_pct"))
     thread = cpu.get("hot_thread") or {}
     rows = _core_rows(cores)
     columns = len(rows[0])
@@ -243,9 +261,9 @@ def bar_charts(doc: Doc) -> list[BarChart]:
     for measure, _ in MEASURES:
         values = [(view.host_group(h, key), str(h["name"]), (h.get("facts_summary") or {}).get(measure))
                   for h in doc["hosts"]]
-        known = [(g, n, float(v)) for g, n, v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        known = [(g, n, float(v)) for g, n, v in values if v is not None and _count(v)]
         for g, n, v in values:
-            if not isinstance(v, (int, float)) or isinstance(v, bool):
+            if not _count(v):
                 unknown.setdefault((g, measure), []).append(n)
         if known and any(v for _, _, v in known):
             measured[measure] = (known, statistics.median(v for _, _, v in known),

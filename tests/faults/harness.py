@@ -159,7 +159,9 @@ def host_view(report: dict[str, Any], name: str) -> HostView:
     host = next(h for h in report["hosts"] if h["name"] == name)
     findings = frozenset((f["rule"], f.get("item"), f["severity"]) for f in report["findings"]
                          if f["host"] == name and not VOLATILE_RULES.match(f["rule"]))
-    facts = tuple(sorted((k, v) for k, v in (host.get("facts_summary") or {}).items() if k != "dying_memcgs"))
+    # the kernel's dying memcgs and the CPU window are the whole machine's: they move between any two scans
+    facts = tuple(sorted((k, repr(v)) for k, v in (host.get("facts_summary") or {}).items()
+                         if k not in ("dying_memcgs", "cpu")))
     return HostView(host["status"], dict(host.get("collector_errors") or {}), findings, facts)
 
 
