@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -191,16 +190,13 @@ def stable_facts(snapshot: dict[str, Any], area: str) -> dict[str, Any]:
     return {k: v for k, v in normalize(snapshot).flat.items() if k.startswith((prefix + ".", prefix + "["))}
 
 
-_lock = threading.Lock()
-_outcomes: dict[tuple[str, str], Outcome] = {}
-
-
 @pytest.fixture(scope="module")
 def outcomes(fleet: Fleet) -> dict[tuple[str, str], Outcome]:
     """Every case, run on a3 a few at a time (each with its own shim directory), plus a clean run."""
     cases = [(None, "clean")] + [(c, "fail") for c in sorted(FACILITIES) + sorted(TOOLKIT)] + \
         [(c, "garbage") for c in sorted(FACILITIES) if FACILITIES[c].areas] + \
         [(c, "hang") for c in sorted(FACILITIES) if FACILITIES[c].areas]
+    outcomes: dict[tuple[str, str], Outcome] = {}
     try:
         with ThreadPoolExecutor(max_workers=6) as pool:
             # a hang of a command the probe runs without `timeout` lasts until the scanner's deadline
@@ -208,13 +204,12 @@ def outcomes(fleet: Fleet) -> dict[tuple[str, str], Outcome]:
                                                   15.0 if f == "hang" and not FACILITIES[c or ""].bounded else 90.0)
                        for c, f in cases}
             for key, future in futures.items():
-                with _lock:
-                    _outcomes[key] = future.result()
+                outcomes[key] = future.result()
     finally:  # the hang shims a probe killed from outside left behind (ours, by pid)
         pids = fleet.exec(HOST, ["pgrep", "-f", "^/bin/sleep 86398$"]).stdout.split()
         if pids:
             fleet.exec(HOST, ["kill", "-KILL", *pids])
-    return _outcomes
+    return outcomes
 
 
 def test_every_probe_command_is_classified(fleet: Fleet) -> None:
