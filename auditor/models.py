@@ -41,6 +41,21 @@ class HostSpec:
 
 
 @dataclass(frozen=True)
+class ProbeRequest:
+    """What one probe run asks of a host, typed: no transport decodes it back out of argv.
+
+    Built by collect (`collect.probe.probe_request`); a shell transport runs `script` with `argv`, the
+    image reader and the SSM document read the typed fields. `script` carries `nonce` as its first line."""
+
+    script: str
+    nonce: str
+    binaries: tuple[str, ...]
+    exec_versions: bool = False
+    deep_cpu: bool = False
+    argv: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CommandResult:
     """What a transport returns for one script run."""
 

@@ -7,6 +7,8 @@ from functools import lru_cache
 from importlib import resources
 
 from ..errors import InputError
+from ..models import ProbeRequest
+from .framing import new_nonce, with_nonce
 
 DEFAULT_BINARIES: tuple[str, ...] = (
     "kubelet",
@@ -60,3 +62,14 @@ def split_probe_args(args: list[str]) -> tuple[frozenset[str], list[str]]:
     while n < len(args) and args[n] in PROBE_FLAGS:
         n += 1
     return frozenset(args[:n]), list(args[n:])
+
+
+def probe_request(binaries: list[str] | tuple[str, ...], exec_versions: bool = False, deep_cpu: bool = False,
+                  nonce: str | None = None) -> ProbeRequest:
+    """The typed request for one probe run: validated binaries, the opt-in flags, a fresh nonce (or the
+    given one) and the script framed with it."""
+    names = tuple(validate_binaries(list(binaries)))
+    run_nonce = nonce or new_nonce()
+    return ProbeRequest(script=with_nonce(probe_script(), run_nonce), nonce=run_nonce, binaries=names,
+                        exec_versions=exec_versions, deep_cpu=deep_cpu,
+                        argv=tuple(probe_args(list(names), exec_versions, deep_cpu)))
