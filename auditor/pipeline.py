@@ -146,6 +146,7 @@ def scan(opts: ScanOptions, env: Env) -> int:
         judge(plan.judge, report, snapshots)
         compare(plan.compare, report, snapshots)
         since(session, report)
+        history_stage.add_series(session, report)  # each host's earlier numbers, for the trend pictures
         report.exit_code = verdict(report)
         for result in results:
             term.out_styled(host_line(result))

@@ -52,6 +52,7 @@ def facts_summary(snap: dict[str, Any]) -> dict[str, Any]:
         "dying_memcgs": memory.get("dying"),
         "enabled_units": len((facts.get("systemd") or {}).get("enabled_units") or []),
         "restarts": _restarts(facts),
+        "unit_restarts": _unit_restarts(facts),
         "cpu": _cpu(facts),
     }
 
@@ -61,6 +62,18 @@ def _restarts(facts: dict[str, Any]) -> int | None:
     units = [u for u in (facts.get("systemd") or {}).get("units") or [] if isinstance(u, dict)]
     counts = [u["restarts"] for u in units if isinstance(u.get("restarts"), int)]
     return sum(counts) if units else None
+
+
+UNIT_RESTARTS_MAX = 20
+
+
+def _unit_restarts(facts: dict[str, Any]) -> dict[str, int]:
+    """Restarts this boot of the units that restarted (the most first, at most 20): the history store keeps
+    this summary per scan, so `history report` draws restarts per unit without inflating snapshots."""
+    units = [u for u in (facts.get("systemd") or {}).get("units") or [] if isinstance(u, dict)]
+    counts = [(u["name"], u["restarts"]) for u in units if isinstance(u.get("name"), str)
+              and type(u.get("restarts")) is int and u["restarts"] > 0]
+    return dict(sorted(counts, key=lambda nc: (-nc[1], nc[0]))[:UNIT_RESTARTS_MAX])
 
 
 def _cpu(facts: dict[str, Any]) -> dict[str, Any] | None:

@@ -184,3 +184,58 @@ def host_series(conn: Store, where: Path, host: str | None = None,
         if snap is not None:
             out.append((sid, at, name, snap))
     return out
+
+
+def _ids(scan_ids: list[int]) -> str:
+    return ", ".join(str(int(i)) for i in scan_ids) or "NULL"  # ints read back through integer(): no text in SQL
+
+
+def summaries(conn: Store, where: Path, scan_ids: list[int],
+              hosts: list[str] | None = None) -> list[tuple[int, str, dict[str, Any] | None]]:
+    """(scan id, host, facts summary or None) of the given scans (and hosts), by scan then host: the headline
+    numbers every report carries, so no snapshot is inflated (imported reports have none)."""
+    sql = f"SELECT scan_id, host, summary FROM scan_hosts WHERE scan_id IN ({_ids(scan_ids)})"
+    rows = []
+    wanted = set(hosts) if hosts is not None else None
+    for sid, host, summary in conn.execute(sql + " ORDER BY scan_id, host"):
+        scan_id = integer(sid, where, "scan_hosts.scan_id", low=1)
+        name = text(host, where, f"scan {scan_id} host")
+        if wanted is not None and name not in wanted:
+            continue
+        value = json_value(summary, where, f"scan {scan_id} summary of {name}")
+        rows.append((scan_id, name, value if isinstance(value, dict) else None))
+    return rows
+
+
+def severity_counts(conn: Store, where: Path, scan_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Per scan, unwaived findings by severity."""
+    out: dict[int, dict[str, int]] = {}
+    for sid, severity, count in conn.execute(
+            f"SELECT scan_id, severity, count(*) FROM findings WHERE scan_id IN ({_ids(scan_ids)}) AND waived = 0 "
+            "GROUP BY scan_id, severity"):
+        scan_id = integer(sid, where, "findings.scan_id", low=1)
+        out.setdefault(scan_id, {})[text(severity, where, f"scan {scan_id} finding severity",
+                                         choices=SEVERITIES)] = integer(count, where, "count")
+    return out
+
+
+def finding_spans(conn: Store, where: Path, first: int, last: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+    """Findings (rule · item) open at some scan in [first, last], across hosts: when first seen, the last scan
+    that saw it, on how many hosts, how many still open; earliest first, at most `limit` (and how many more)."""
+    sql = ("SELECT key, item, min(first_scan), min(first_seen), max(last_scan), "
+           "sum(resolved_scan IS NULL), count(DISTINCT host) FROM issues WHERE kind = 'finding' AND first_scan <= ? "
+           "AND (resolved_scan IS NULL OR resolved_scan > ?) GROUP BY key, item ORDER BY min(first_scan), key, item")
+    rows = conn.execute(sql, (last, first)).fetchall()
+    out = []
+    for key, item, f_scan, f_seen, last_seen, still, hosts in rows[:limit]:
+        rule = text(key, where, "issues.key")
+        sev = conn.execute("SELECT severity FROM findings WHERE rule = ? AND item = ? AND scan_id <= ? "
+                           "ORDER BY scan_id DESC LIMIT 1", (rule, item, last)).fetchone()
+        out.append({"rule": rule, "item": text(item, where, f"issue {rule} item") or None,
+                    "first_scan": integer(f_scan, where, f"issue {rule} first_scan", low=1),
+                    "first_seen": text(f_seen, where, f"issue {rule} first_seen"),
+                    "last_scan": integer(last_seen, where, f"issue {rule} last_scan", low=1),
+                    "open_hosts": integer(still, where, f"issue {rule} open"),
+                    "hosts": integer(hosts, where, f"issue {rule} hosts"),
+                    "severity": text(sev[0], where, f"issue {rule} severity", choices=SEVERITIES) if sev else "info"})
+    return out, max(0, len(rows) - limit)

@@ -2,7 +2,8 @@
 
 Order within a scan: `prepare` (before any host: the store opens, or its directory can be made) →
 `begin` (a `running` row, right before collecting) → `add_trends` (facts.trends on each snapshot,
-before the judge) → `add_since` (first-seen times, new/gone hosts, after judge and compare) →
+before the judge) → `add_since` (first-seen times, new/gone hosts, after judge and compare) → `add_series` (each host's
+earlier numbers, for the report's trend pictures) →
 `finish` (the whole scan in one transaction, after its exit code is known).
 """
 
@@ -17,7 +18,7 @@ from ..errors import AuditorError
 from ..models import Report
 from ..options import HistoryOptions
 from ..textsafe import one_line
-from . import query, record, trends
+from . import charts, query, record, trends
 from .conn import Store, StoreUnavailable
 from .db import check_usable, default_path, open_store
 from .values import integer, text
@@ -97,6 +98,13 @@ def add_since(session: Session | None, report: Report) -> None:
         "new_hosts": sorted(n for n in names if n not in session.hosts_before),
         "gone_hosts": sorted(before - names), "resolved": resolved,
     }
+
+
+def add_series(session: Session | None, report: Report) -> None:
+    """Each host's numbers in the previous scans (`history.series`), for the host detail's trend pictures."""
+    if session is not None and report.history is not None:
+        report.history["series"] = charts.host_series(session.conn, session.path, [h.name for h in report.hosts],
+                                                      session.scan_id)
 
 
 def abandon(session: Session | None) -> None:
