@@ -120,7 +120,9 @@ def _axes(xs: list[float], points: Sequence[Mapping[str, Any]], top: float) -> l
                     f'{_tick(top * frac)}</text>')
     if points:
         bottom = TOP + PLOT_H + 16
-        first, last = str(points[0].get("at") or "")[:10], str(points[-1].get("at") or "")[:10]
+        first, last = str(points[0].get("at") or ""), str(points[-1].get("at") or "")
+        same_day = first[:10] == last[:10]  # scans of one day: their times, else their dates
+        first, last = (first[11:16], last[11:16]) if same_day else (first[:10], last[:10])
         body.append(f'<text x="{LEFT}" y="{_n(bottom)}" font-size="11" fill="#3f4852">{_t(first)}</text>')
         if len(points) > 1:
             body.append(f'<text x="{RIGHT}" y="{_n(bottom)}" font-size="11" text-anchor="end" fill="#3f4852">'
