@@ -107,7 +107,7 @@ def _int(value: Any) -> float:
     return tp.number(value) or 0.0
 
 
-def host_trends(doc: Mapping[str, Any], host: Mapping[str, Any]) -> list[Markup]:
+def host_trends(doc: Mapping[str, Any], host: Mapping[str, Any]) -> list[tuple[str, Markup]]:
     """The host's dying memcgs and restarts (total and its busiest units) over the earlier scans the report
     carries (`history.series`) and this one; none without an earlier scan of the host."""
     history = doc.get("history") or {}
@@ -127,8 +127,8 @@ def host_trends(doc: Mapping[str, Any], host: Mapping[str, Any]) -> list[Markup]
     out = []
     dying = values(past.get("dying_memcgs"), now.get("dying_memcgs"))
     if any(v is not None for v in dying):
-        out.append(tp.line_chart("pic-host-dying", f"Dying memcgs on {name}", points,
-                                 [tp.Line("dying", dying, tp.PALETTE[1])], "dying memcgs"))
+        out.append(("dying memcgs", tp.line_chart("pic-host-dying", f"Dying memcgs on {name}", points,
+                                                  [tp.Line("dying", dying, tp.PALETTE[1])], "dying memcgs")))
     units = dict(past.get("unit_restarts") or {}) if isinstance(past.get("unit_restarts"), dict) else {}
     current_units: dict[str, Any] = now["unit_restarts"] if isinstance(now.get("unit_restarts"), dict) else {}
     lines = [tp.Line("all units", values(past.get("restarts"), now.get("restarts")), tp.PALETTE[0])]
@@ -136,5 +136,6 @@ def host_trends(doc: Mapping[str, Any], host: Mapping[str, Any]) -> list[Markup]
               for i, unit in enumerate(sorted(set(units) | set(current_units),
                                                  key=lambda u: (-_int(current_units.get(u)), u))[:4])]
     if any(v for line in lines for v in line.values):
-        out.append(tp.line_chart("pic-host-restarts", f"Unit restarts on {name}", points, lines, "restarts"))
+        out.append(("unit restarts (all units and the busiest)",
+                    tp.line_chart("pic-host-restarts", f"Unit restarts on {name}", points, lines, "restarts")))
     return out

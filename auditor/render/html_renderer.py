@@ -70,7 +70,7 @@ def host_pictures(doc: dict[str, Any]) -> Any:
 
     chains = {str(c.get("host", "")): c for c in doc.get("chains") or [] if isinstance(c, dict)}
 
-    def drawn(hosts: list[dict[str, Any]]) -> list[tuple[str, Markup | None, list[Markup]]]:
+    def drawn(hosts: list[dict[str, Any]]) -> list[tuple[str, Markup | None, list[tuple[str, Markup]]]]:
         out = []
         for host in hosts[:HOSTS_DRAWN]:
             chain = chains.get(str(host.get("name")))

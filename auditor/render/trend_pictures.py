@@ -25,7 +25,7 @@ from .pictures import _n, _svg, _t
 WIDTH = 400
 LEFT, RIGHT = 40.0, 296.0  # plot area; the names of the lines are written right of it
 TOP, PLOT_H = 10.0, 130.0
-LABEL_GAP = 13.0
+LABEL_GAP = 12.0
 PALETTE = ("#1f5fa8", "#b3141a", "#226e31", "#7d4e00", "#6a3d9a", "#00727a", "#b93d0b", "#3f4852")
 SEVERITY_COLOURS = {"critical": "#b3141a", "high": "#b93d0b", "medium": "#7d6200", "low": "#2f6fb0",
                     "info": "#5b6673"}
@@ -87,16 +87,15 @@ def _ceiling(top: float) -> float:
 
 
 def _spread(wanted: list[tuple[float, int]], low: float, high: float) -> dict[int, float]:
-    """Label heights near their lines' ends, at least LABEL_GAP apart, inside [low, high]."""
-    placed: dict[int, float] = {}
-    last = low - LABEL_GAP
-    for y, i in sorted(wanted):
-        placed[i] = max(y, last + LABEL_GAP)
-        last = placed[i]
-    overflow = last - high
-    if overflow > 0:
-        placed = {i: y - overflow for i, y in placed.items()}
-    return placed
+    """Label heights near their lines' ends, at least LABEL_GAP apart: pushed down from `low`, then back up
+    from `high` (more labels than fit overlap at the top; the table under the picture has them all)."""
+    order = sorted(wanted)
+    ys: list[float] = []
+    for y, _ in order:
+        ys.append(max(y, ys[-1] + LABEL_GAP) if ys else max(y, low))
+    for j in range(len(ys) - 1, -1, -1):
+        ys[j] = min(ys[j], high if j == len(ys) - 1 else ys[j + 1] - LABEL_GAP)
+    return {i: y for (_, i), y in zip(order, ys, strict=True)}
 
 
 def _fmt(value: float | None) -> str:
