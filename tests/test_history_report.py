@@ -22,8 +22,9 @@ from auditor.history import charts
 from auditor.history.db import open_store
 from auditor.history.folder import save_scan
 from auditor.render.html_renderer import render
-from tests.test_browser import DATA, DevTools, chromium_binary
+from tests.test_browser import DATA, DevTools
 from tests.test_browser_a11y import AXE_RUN, CLIPPED, PHONE_HEIGHT, PHONE_WIDTH, axe_source
+from tests.test_browser_a11y import browser as browser  # the module-scoped headless Chromium fixture
 
 DAYS = 6
 SEEN = """JSON.stringify((() => {
@@ -86,15 +87,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str
         assert code in (0, 1), err
         docs.append(json.loads((folder / f"local{run}" / "report.json").read_text(encoding="utf-8")))
     return path, docs
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory):
-    tools = DevTools(chromium_binary(), tmp_path_factory.mktemp("chromium-profile"))
-    try:
-        yield tools
-    finally:
-        tools.close()
 
 
 def copied(path: Path, folder: Path) -> Path:
