@@ -171,6 +171,21 @@ def test_history_report_needs_no_script_and_passes_axe_and_a_phone(store, browse
         assert not bad, json.dumps(bad, indent=1)[:4000]
 
 
+def test_history_report_prints_its_pictures_inside_the_page(store, browser: DevTools, tmp_path: Path) -> None:
+    page = tmp_path / "print.html"
+    assert cli("history", "report", "--store", str(store[0]), "--out", str(page))[0] == 0
+    browser.open(page, 800, 900)
+    browser.call("Emulation.setEmulatedMedia", media="print")
+    boxes = browser.eval("""JSON.stringify([...document.querySelectorAll('svg.pic')].map(s => {
+      const r = s.getBoundingClientRect();
+      return {cls: s.getAttribute('class'), w: r.width, right: r.right, page: document.documentElement.clientWidth};
+    }))""")
+    tables = browser.eval("[...document.querySelectorAll('details.data-table')].filter(d => d.offsetParent).length")
+    browser.call("Emulation.setEmulatedMedia", media="")
+    assert len(boxes) == 4 and all(b["w"] > 300 and b["right"] <= b["page"] for b in boxes), boxes
+    assert tables == 0  # closed table fallbacks are left out of the print; the pictures carry the numbers
+
+
 def test_history_report_stdout_json_and_exit_codes(store, tmp_path: Path) -> None:
     path, docs = store
     code, out, _ = cli("history", "report", "--store", str(path))
