@@ -5,8 +5,7 @@ and the loaders call `check` first, so both say the same. A schema error becomes
 file:line:column of the node it is about (from yamlload's marks), in words: "rule 'ecs.crash': severity 'hgh'
 is not one of critical, high, medium, low, info". A schema may give a keyword group its words with
 `errorMessage` (the key yaml-language-server shows too). When several errors exist, the one a reader meets
-first is reported: by the line of the mapping that holds it, an unknown key before a missing one (a typo
-makes both).
+first is reported (top to bottom; an unknown key before the missing one a typo also makes).
 
 jsonschema-rs answers "valid" first (schemacheck.FastCheck); only an invalid file imports and runs jsonschema
 for its errors (which has the last word), so loading valid packs stays as quick to start as before.
@@ -29,8 +28,7 @@ from .yamlload import LineDict, LineList
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
-_OBJECT_LEVEL = {"required", "additionalProperties", "dependentRequired", "anyOf", "oneOf", "allOf",
-                 "minProperties", "dependentSchemas"}
+_MISSING = {"required", "anyOf", "oneOf"}  # about what a mapping lacks
 _SHOWS_VALUE = {"type", "pattern", "minLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                 "const", "format"}
 _OWN_WORDS = {"additionalProperties", "required", "uniqueItems", "enum"}  # exact by themselves: never errorMessage
@@ -94,13 +92,16 @@ def check(doc: Any, form: Form, file: str) -> None:
     raise _input_error(doc, _leaf(error), form, file)
 
 
-def _order(doc: Any, error: ValidationError) -> tuple[int, int, int, int]:
-    """Where a reader meets an error: the line of the mapping holding it, unknown keys first, then position."""
-    path = list(error.absolute_path)
-    holder = path if error.validator in _OBJECT_LEVEL else path[:-1]
-    rank = 0 if error.validator == "additionalProperties" else 2 if error.validator == "required" else 1
+def _order(doc: Any, error: ValidationError) -> tuple[int, int, int]:
+    """Where a reader meets an error, top to bottom. Something missing from a mapping counts as met at its last
+    key, after what is wrong inside it (a typo in a key makes both an unknown and a missing key); on one line an
+    unknown key comes first."""
+    rank = 0 if error.validator == "additionalProperties" else 2 if error.validator in _MISSING else 1
+    node, _ = _walk(doc, list(error.absolute_path))
+    if error.validator in _MISSING and isinstance(node, LineDict) and node.key_lines:
+        return max(node.key_lines.values()), rank, 0
     line, col = _mark(doc, error)
-    return _node_mark(doc, holder)[0], rank, line, col
+    return line, rank, col
 
 
 def _leaf(error: ValidationError) -> ValidationError:
@@ -134,13 +135,6 @@ def _walk(doc: Any, path: Sequence[Any]) -> tuple[Any, tuple[int, int]]:
     return node, mark
 
 
-def _node_mark(doc: Any, path: Sequence[Any]) -> tuple[int, int]:
-    node, mark = _walk(doc, path)
-    if isinstance(node, (LineDict, LineList)) and path:
-        return node.line, node.col  # a mapping or list: where it starts, not its key
-    return mark
-
-
 def _mark(doc: Any, error: ValidationError) -> tuple[int, int]:
     """Where the error points: the unknown key, the key that needs another, the repeated item, else the node."""
     path = list(error.absolute_path)
@@ -148,7 +142,7 @@ def _mark(doc: Any, error: ValidationError) -> tuple[int, int]:
     culprit = _culprit(error, node)
     if culprit is not None:
         return _walk(doc, [*path, culprit])[1]
-    if error.validator in ("required", "anyOf", "oneOf") and isinstance(node, (LineDict, LineList)):
+    if error.validator in _MISSING and isinstance(node, (LineDict, LineList)):
         return node.line, node.col
     return _walk(doc, path)[1]
 
