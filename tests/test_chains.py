@@ -73,7 +73,8 @@ def test_a_chained_pack_checks_ok(tmp_path: Path) -> None:
                                                                         "(mine.first → mine.second → mine.first)"),
     (CHAINED.replace("[mine.second]", "[mine.first]"), 7, "closes a cycle (mine.first → mine.first)"),
     (CHAINED.replace("[mine.second]", "[mine.second, mine.second]"), 7, "'mine.second' is listed twice"),
-    (CHAINED.replace("[mine.second]", "mine.second"), 7, "rule 'mine.first': leads_to must be a list of rule ids, not a string"),
+    (CHAINED.replace("[mine.second]", "mine.second"), 7,
+     "rule 'mine.first': leads_to must be a list of rule ids, not a string"),
     (CHAINED.replace("[mine.second]", "[Not An Id]"), 7, "leads_to[0] must be a rule id, not 'Not An Id'"),
     (CHAINED.replace("{{ facts.os.id }}", "{{ facts.os.idd }}"), 8, "link template: unknown fact path"),
 ])
