@@ -196,7 +196,9 @@ def _subject(doc: Any, path: Sequence[Any], form: Form) -> str:
     dotted = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in rest).lstrip(".")
     if isinstance(head, int):
         dotted = form.list_name + dotted  # a file that is a bare list: waivers[0].reason
-    return f"{named}: {dotted}" if named and dotted else named or dotted
+    if named and dotted:
+        return f"{named}{dotted}" if dotted[0] == "[" else f"{named}: {dotted}"
+    return named or dotted
 
 
 def _item_name(parent: Any, step: Any, how: tuple[str, str | None]) -> str:
