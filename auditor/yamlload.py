@@ -232,12 +232,3 @@ def line_of(node: Any, key: Any = None) -> int | None:
     if key is not None and isinstance(node, (LineDict, LineList)):
         return node.line_of(key)
     return getattr(node, "line", None)
-
-
-def reject_unknown_keys(node: LineDict, allowed: frozenset[str] | set[str], path: str, what: str = "") -> None:
-    """InputError at the line of the first (alphabetically) key of `node` not in `allowed`."""
-    unknown = sorted(set(node) - allowed, key=str)  # keys may mix types (`1:` and `zzz:`)
-    if unknown:
-        where = f" in {what}" if what else ""
-        raise InputError(f"unknown key {unknown[0]!r}{where} (allowed: {', '.join(sorted(allowed))})", path,
-                         node.line_of(unknown[0]))
