@@ -126,7 +126,7 @@ def _walk(doc: Any, path: Sequence[Any]) -> tuple[Any, tuple[int, int]]:
     node, mark = doc, (getattr(doc, "line", 1) or 1, getattr(doc, "col", 1) or 1)
     for step in path:
         if isinstance(node, LineDict):
-            key = next((k for k in node if k == step or str(k) == step), step)
+            key = step if step in node else next((k for k in node if str(k) == step), step)  # `1:` is "1"
             mark, node = node.mark_of(key), node.get(key)
         elif isinstance(node, LineList) and isinstance(step, int) and step < len(node):
             mark, node = node.mark_of(step), node[step]
