@@ -28,6 +28,7 @@ from typing import Any
 import re2  # type: ignore[import-untyped]
 
 from ..errors import InputError
+from ..factpath import area_of
 from ..yamlload import LineDict, LineList, line_of, load_yaml_file
 from .normalize import leaf_spec
 
@@ -227,7 +228,7 @@ def parse_baseline(doc: Any, file: str) -> Baseline:
         expect[path] = _expect(path, raw, file, line)
     ignore = tuple(glob for glob, _ in _string_list(doc, "ignore", file))
     complete = _complete(doc, file)
-    areas = frozenset(p.split(".")[1].split("[")[0] for p in [*expect, *complete])
+    areas = frozenset(area_of(p) for p in [*expect, *complete])
     return Baseline(file, {k: v for k, v in source.items() if v is not None}, expect, complete, ignore, areas)
 
 

@@ -15,16 +15,16 @@ import hashlib
 import json
 import marshal
 import operator
-import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import count
 from typing import Any
 
 from ..collect.schema import FactSpec, fact_tree
+from ..factpath import area_of as area_of  # re-exported: compare/index.py reads it from here
+from ..factpath import parse as parse_path
 
 ABSENT = "(absent)"  # display value of a fact a host does not have (its area is known)
-_ROW = re.compile(r"^(?P<coll>.*?)\[(?P<key>[^\]]*)\](?:\.(?P<field>[^\[]+))?$")
 
 
 @dataclass(frozen=True)
@@ -51,28 +51,6 @@ class NormalView:
         """Hashable content key: hosts with equal keys have equal views (dedupe before any diff)."""
         return (self.unknown, self.not_applicable, tuple(sorted(t for t, _ in self.parts)),
                 frozenset(self.rest.items()))
-
-
-def area_of(path: str) -> str:
-    """`facts.systemd.units[x].name` → `systemd`."""
-    parts = path.split(".", 2)
-    return re.split(r"[\[.]", parts[1], maxsplit=1)[0] if len(parts) > 1 else path
-
-
-def split_path(path: str) -> tuple[str | None, str | None, str]:
-    """(collection, row key, field) of a row path, else (None, None, path) for a plain fact.
-
-    `facts.systemd.units[ecs.service].active_state` → (`facts.systemd.units`, `ecs.service`, `active_state`);
-    `facts.kernel.sysctls[vm.swappiness]` → (`facts.kernel.sysctls`, `vm.swappiness`, ``).
-    """
-    m = _ROW.match(path)
-    if not m:
-        return None, None, path
-    return m["coll"], m["key"], m["field"] or ""
-
-
-def row_path(collection: str, key: str, field: str = "") -> str:
-    return f"{collection}[{key}].{field}" if field else f"{collection}[{key}]"
 
 
 def display(value: Any) -> str:
@@ -210,9 +188,6 @@ def normalize(snapshot: dict[str, Any]) -> NormalView:
     return NormalView(rest, tuple(parts), frozenset(unknown), frozenset(not_applicable & set(_areas())))
 
 
-_TOKEN = re.compile(r"\.([A-Za-z0-9_]+)|\[([^\]\[]+)\]")
-
-
 def leaf_spec(path: str) -> tuple[FactSpec, str] | None:
     """The spec of a normalized leaf path and its value type, or None if the path is not one.
 
@@ -220,17 +195,10 @@ def leaf_spec(path: str) -> tuple[FactSpec, str] | None:
     (enabled_units spec, "boolean"); `facts.kernel.sysctls[vm.swappiness]` → (sysctls spec, "string").
     Containers (`facts.kernel`, `facts.binaries[kubelet]`) are not leaves.
     """
-    if not path.startswith("facts."):
+    parsed = parse_path(path)
+    tokens = parsed.tokens() if parsed.root == "facts" else None
+    if tokens is None:
         return None
-    rest = path[len("facts"):]
-    tokens = []
-    pos = 0
-    while pos < len(rest):
-        m = _TOKEN.match(rest, pos)
-        if not m:
-            return None
-        tokens.append(m.groups())
-        pos = m.end()
     spec = fact_tree().children["facts"]
     i = 0
     while i < len(tokens):
@@ -261,8 +229,11 @@ def collection_spec(path: str) -> FactSpec | None:
     """The spec of a collection path whose rows are keyed (`facts.binaries`, `facts.kernel.sysctls`,
     `facts.systemd.enabled_units`), else None."""
     spec = fact_tree().children["facts"]
-    for name in path.split(".")[1:] if path.startswith("facts.") else [None]:
-        if name is None or spec.type != "object" or name not in spec.children:
+    steps = parse_path(path).steps() if path.startswith("facts.") else ()
+    if not steps or any(rows for _, rows in steps):
+        return None
+    for name, _ in steps[1:]:
+        if spec.type != "object" or name not in spec.children:
             return None
         spec = spec.children[name]
     if spec.volatile:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..collect.schema import FactSpec, fact_paths, fact_tree
+from ..factpath import parse as parse_path
 from .functions import FUNCTION_NAMES
 
 # Top-level keys of a snapshot besides `facts` and `host` (which the fact schema declares).
@@ -39,11 +40,11 @@ class Reads:
 
     def note(self, path: str) -> None:
         self.paths.add(path)
-        head, _, rest = path.partition(".")
-        self.roots.add(head.removesuffix("[]"))
-        if head == "facts":
-            if rest:
-                self.areas.add(rest.split(".")[0].split("[")[0])
+        steps = parse_path(path).steps()
+        self.roots.add(steps[0][0])
+        if steps[0] == ("facts", False):
+            if len(steps) > 1:
+                self.areas.add(parse_path(path).area)
             else:
                 self.whole_facts = True
 

@@ -34,6 +34,7 @@ from jmespath.exceptions import JMESPathError
 
 from ..collect.schema import FactSpec, fact_tree
 from ..errors import InputError
+from ..factpath import parse as parse_path
 from ..models import SEVERITIES
 from ..yamlload import LineDict, LineList, load_yaml_file, reject_unknown_keys
 from .params import Override, coerce, plain, substitute
@@ -196,11 +197,10 @@ def _area_keys(reads: Reads, areas: set[str]) -> tuple[tuple[str, str | None], .
     """Which top-level key of each area a rule reads (None: the whole area), for content-keyed caching."""
     keys: dict[str, set[str | None]] = {a: set() for a in areas}
     for path in reads.paths | reads.bases:
-        parts = path.split(".")
-        if parts[0] != "facts" or len(parts) < 2:
+        steps = parse_path(path).steps()
+        if steps[0] != ("facts", False) or len(steps) < 2:
             continue
-        area = parts[1].removesuffix("[]")
-        keys.setdefault(area, set()).add(parts[2].removesuffix("[]") if len(parts) > 2 else None)
+        keys.setdefault(steps[1][0], set()).add(steps[2][0] if len(steps) > 2 else None)
     if reads.whole_facts or "*" in reads.roots:
         keys = {a: {None} for a in areas}
     out: list[tuple[str, str | None]] = []
