@@ -18,8 +18,8 @@ from typing import Any
 
 from ..collect.schema import FactSpec, fact_tree, holds_volatile
 from ..jsonload import load_json_text
+from ..snapshotdoc import PER_RUN_KEYS
 
-PER_RUN_KEYS = ("name", "target", "labels", "collected_at", "probe")
 _HOLE = "\x00v"  # marks a taken-out volatile value in the stable body (never a real fact: NUL is escaped on input)
 _LEVEL = 6
 

@@ -1,0 +1,101 @@
+"""The typed snapshot (auditor/snapshotdoc.py) against what really defines the document: the fact schema
+(collect/facts.yaml), the published JSON Schema (auditor/schemas/snapshot.schema.json) and snapshots
+built by the real collector from recorded probe output. Adding a top-level key or an area to one side
+only fails here; `test_the_check_fails_on_a_doctored_schema` shows the check can fail."""
+
+from __future__ import annotations
+
+import copy
+import json
+import types
+import typing
+from importlib import resources
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
+
+import pytest
+
+from auditor import snapshotdoc
+from auditor.collect.schema import FactSpec, derived_areas, fact_tree, snapshot_json_schema
+from auditor.collect.snapshot import build_snapshot
+from auditor.judge.paths import root_spec
+from auditor.models import CommandResult, HostSpec
+from auditor.snapshotdoc import SNAPSHOT_KEYS, Facts, HostInfo, ProbeInfo, Snapshot
+from tests.framing_fixtures import FIXTURE_NONCE
+
+PROBE = Path(__file__).parent / "data" / "probe"
+_SCALAR = {"string": str, "integer": int, "number": float, "boolean": bool}
+
+
+def published() -> dict[str, Any]:
+    return json.loads(resources.files("auditor.schemas").joinpath("snapshot.schema.json").read_text())
+
+
+def _keys(td: Any) -> set[str]:
+    return set(td.__required_keys__ | td.__optional_keys__)
+
+
+def _members(hint: Any) -> set[Any]:
+    """The types of a `X | None` hint, origins for generics (`dict[str, Any]` → dict)."""
+    args = get_args(hint) if get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    return {get_origin(a) or a for a in args}
+
+
+def mismatches(schema: dict[str, Any], tree: FactSpec) -> list[str]:
+    """Every disagreement between the TypedDicts and a snapshot JSON Schema / fact tree."""
+    out = []
+    props, required = set(schema["properties"]), set(schema["required"])
+    for name, have, want in (("top-level keys", _keys(Snapshot), props),
+                             ("SNAPSHOT_KEYS", set(SNAPSHOT_KEYS), props),
+                             ("required keys", set(Snapshot.__required_keys__), required),
+                             ("areas", _keys(Facts), set(schema["properties"]["facts"]["properties"])),
+                             ("areas in facts.yaml", _keys(Facts), set(tree.children["facts"].children)),
+                             ("host facts", _keys(HostInfo), set(schema["properties"]["host"]["properties"]))):
+        if have != want:
+            out.append(f"{name}: typed only {sorted(have - want)}, schema only {sorted(want - have)}")
+    facts = get_type_hints(Facts)
+    for area, spec in tree.children["facts"].children.items():
+        want_kind = list if spec.type == "list" else dict
+        if area in facts and _members(facts[area]) != {want_kind, type(None)}:
+            out.append(f"facts.{area}: typed {facts[area]}, declared {spec.type}")
+    hints = get_type_hints(HostInfo)
+    for name, spec in tree.children["host"].children.items():
+        if name in hints and _members(hints[name]) != {_SCALAR[spec.type], type(None)}:
+            out.append(f"host.{name}: typed {hints[name]}, declared {spec.type}")
+    return out
+
+
+def test_typed_snapshot_matches_the_schema_and_facts_yaml() -> None:
+    assert published() == snapshot_json_schema()  # the file is the generated one (test_fact_schema too)
+    assert mismatches(published(), fact_tree()) == []
+
+
+def test_the_check_fails_on_a_doctored_schema() -> None:
+    extra_key = copy.deepcopy(published())
+    extra_key["properties"]["region_hint"] = {"type": "string"}
+    lost_area = copy.deepcopy(published())
+    del lost_area["properties"]["facts"]["properties"]["ecs"]
+    now_required = copy.deepcopy(published())
+    now_required["required"].append("labels")
+    for doc, word in ((extra_key, "region_hint"), (lost_area, "ecs"), (now_required, "labels")):
+        found = mismatches(doc, fact_tree())
+        assert found and word in " ".join(found)
+
+
+def test_one_list_of_top_level_keys_feeds_schema_rules_and_history() -> None:
+    assert list(snapshot_json_schema()["properties"]) == list(SNAPSHOT_KEYS)
+    assert tuple(snapshot_json_schema()["required"]) == snapshotdoc.REQUIRED_KEYS
+    assert set(snapshotdoc.FREE_KEYS) | set(snapshotdoc.DECLARED_KEYS) == set(SNAPSHOT_KEYS)
+    assert set(snapshotdoc.PER_RUN_KEYS) <= set(SNAPSHOT_KEYS)
+    roots = set(root_spec().children)
+    assert roots == set(SNAPSHOT_KEYS) - {"not_applicable"}  # a rule never reads not_applicable: it is skipped
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PROBE.iterdir() if (p / "raw.txt").is_file()))
+def test_built_snapshots_hold_exactly_the_typed_keys(name: str) -> None:
+    raw = (PROBE / name / "raw.txt").read_text()
+    snap = build_snapshot(HostSpec(name, "ssh://x"), CommandResult(stdout=raw, stderr="", exit_status=0), FIXTURE_NONCE)
+    assert list(snap) == list(SNAPSHOT_KEYS)
+    assert set(snap["probe"]) == _keys(ProbeInfo)
+    assert set(snap["facts"]) == _keys(Facts) - derived_areas()  # trends: added by history
+    assert set(snap["host"]) <= _keys(HostInfo)
