@@ -38,7 +38,7 @@ class ProbeInfo(TypedDict, total=False):
     complete: bool
     truncated: bool
     stdout_bytes: int
-    failed_areas: list[str]
+    failed_areas: list[str] | None  # None in a stub made from a snapshot without it
 
 
 Area = dict[str, Any]  # one area's facts as facts.yaml declares them (its shape is checked by JSON Schema)
@@ -62,21 +62,22 @@ class Facts(TypedDict, total=False):
     trends: Area | None  # derived by history, never collected
 
 
-class _Required(TypedDict):
+class Snapshot(TypedDict, total=False):
+    """One host's snapshot document (`"schema": "ami-auditor/snapshot/1"`), as the code reading it sees it.
+
+    Every key is optional to the type: a snapshot read back is host data, and the evaluation keeps stubs
+    and slices of one (`HostResult.snapshot`, what fleet rules read), so readers use `.get`. What a whole
+    document must hold is REQUIRED_KEYS, enforced by the JSON Schema made from it."""
+
     schema: str
     name: str
     target: str
+    labels: dict[str, str]
     collected_at: str
+    probe: ProbeInfo
     host: HostInfo
     facts: Facts
-    errors: dict[str, str]
-
-
-class Snapshot(_Required, total=False):
-    """One host's snapshot document (`"schema": "ami-auditor/snapshot/1"`)."""
-
-    labels: dict[str, str]
-    probe: ProbeInfo
+    errors: dict[str, str]  # area (or probe, framing, image) → why it failed
     not_applicable: dict[str, str]  # area → why it does not apply to this target (not an error)
 
 
@@ -84,7 +85,7 @@ class Snapshot(_Required, total=False):
 # ("string" or "map"); `host` and `facts` are declared there.
 SNAPSHOT_KEYS: tuple[str, ...] = ("schema", "name", "target", "labels", "collected_at", "probe", "host", "facts",
                                   "errors", "not_applicable")
-REQUIRED_KEYS: tuple[str, ...] = tuple(k for k in SNAPSHOT_KEYS if k in _Required.__required_keys__)
+REQUIRED_KEYS: tuple[str, ...] = ("schema", "name", "target", "collected_at", "host", "facts", "errors")
 DECLARED_KEYS = ("host", "facts")  # their shape is facts.yaml
 FREE_KEYS: dict[str, str] = {"schema": "string", "name": "string", "target": "string", "labels": "map",
                              "collected_at": "string", "probe": "map", "errors": "map", "not_applicable": "map"}

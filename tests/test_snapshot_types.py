@@ -47,7 +47,7 @@ def mismatches(schema: dict[str, Any], tree: FactSpec) -> list[str]:
     props, required = set(schema["properties"]), set(schema["required"])
     for name, have, want in (("top-level keys", _keys(Snapshot), props),
                              ("SNAPSHOT_KEYS", set(SNAPSHOT_KEYS), props),
-                             ("required keys", set(Snapshot.__required_keys__), required),
+                             ("required keys", set(snapshotdoc.REQUIRED_KEYS), required),
                              ("areas", _keys(Facts), set(schema["properties"]["facts"]["properties"])),
                              ("areas in facts.yaml", _keys(Facts), set(tree.children["facts"].children)),
                              ("host facts", _keys(HostInfo), set(schema["properties"]["host"]["properties"]))):

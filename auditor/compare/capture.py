@@ -10,6 +10,7 @@ import yaml
 from .. import __version__
 from ..collect.snapshot import now_iso
 from ..factpath import area_of, parse
+from ..snapshotdoc import Snapshot
 from .baseline import BASELINE_SCHEMA
 from .normalize import normalize
 
@@ -56,7 +57,7 @@ def select(flat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def capture(snapshot: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def capture(snapshot: Snapshot) -> tuple[dict[str, Any], dict[str, Any]]:
     """(source header, expected facts) for a snapshot."""
     host = snapshot.get("host") or {}
     source = {

@@ -23,6 +23,7 @@ from typing import Any
 from ..collect.schema import FactSpec, fact_tree
 from ..factpath import area_of as area_of  # re-exported: compare/index.py reads it from here
 from ..factpath import parse as parse_path
+from ..snapshotdoc import Snapshot
 
 ABSENT = "(absent)"  # display value of a fact a host does not have (its area is known)
 
@@ -169,7 +170,7 @@ def _areas() -> dict[str, FactSpec]:
     return dict(fact_tree().children["facts"].children)
 
 
-def normalize(snapshot: dict[str, Any]) -> NormalView:
+def normalize(snapshot: Snapshot) -> NormalView:
     """The stable, order-free view of a snapshot's facts (see module docstring)."""
     facts = snapshot.get("facts") or {}
     not_applicable = set(snapshot.get("not_applicable") or ())
@@ -259,7 +260,7 @@ def _stable_cuts() -> tuple[tuple[str, Any], ...]:
     return tuple((area, projector(_stable_shape(spec))) for area, spec in _areas().items() if not spec.volatile)
 
 
-def stable_key(snapshot: dict[str, Any]) -> bytes | None:
+def stable_key(snapshot: Snapshot) -> bytes | None:
     """A digest of exactly what `normalize` reads: hosts with equal keys have equal views, so a fleet
     normalizes once per key (hosts whose keys differ may still share a view, e.g. lists in another order).
     None when the snapshot holds something a key cannot be made of (then normalize it)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..collect.schema import lookup
 from ..errors import InputError
+from ..snapshotdoc import Snapshot
 
 _TOKEN = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 BARS = "▁▂▃▄▅▆▇█"
@@ -34,7 +35,7 @@ def parse_path(path: str) -> list[tuple[str, bool]]:
     return steps
 
 
-def resolve(snapshot: dict[str, Any], path: str, steps: list[tuple[str, bool]]) -> Any:
+def resolve(snapshot: Snapshot, path: str, steps: list[tuple[str, bool]]) -> Any:
     """The value at a parsed path (None when absent); list rows are chosen by their schema key."""
     value: Any = snapshot
     walked = ""
