@@ -26,6 +26,8 @@ _ROW = re.compile(r"^(?P<coll>.*?)\[(?P<key>[^\]]*)\](?:\.(?P<field>[^\[]+))?\Z"
 _HEAD = re.compile(r"(?P<root>[^.\[]*)[^.]*(?:\.(?P<area>[^.\[]*))?")
 # the strict tokens of a hand-written path (baselines): `.name` or `[key]`, keys without brackets
 _TOKEN = re.compile(r"\.([A-Za-z0-9_]+)|\[([^\]\[]+)\]")
+# the lenient steps of a path a user names on the command line (history): `name`, `.name` or `[key]`
+_STEP = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 
 Token = tuple[str | None, str | None]  # (field name, None) or (None, row key)
 Step = tuple[str, bool]  # (name, rows): `units[]` → ("units", True)
@@ -48,12 +50,12 @@ class FactPath:
     @property
     def root(self) -> str:
         """The snapshot's top-level key the path starts at: `facts`, `host`, `labels`…"""
-        return _head(self.head)[0]
+        return _head(self.format())[0]
 
     @property
     def area(self) -> str:
         """The name after the root: the facts area of a `facts.` path (`systemd`), else the root's key."""
-        return _head(self.head)[1]
+        return _head(self.format())[1]
 
     @property
     def is_row(self) -> bool:
@@ -90,7 +92,21 @@ class FactPath:
         return tuple(out)
 
 
-@lru_cache(maxsize=8192)
+def selector_steps(text: str) -> list[Step]:
+    """(name or key, is_selector) for every step of a row path (`facts.systemd.units[ecs.service].restarts` →
+    facts, systemd, units, [ecs.service], restarts); ValueError(position) where the text is no path."""
+    steps: list[Step] = []
+    pos = 0
+    while pos < len(text):
+        m = _STEP.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(pos)
+        steps.append((m[1], False) if m[1] is not None else (m[2], True))
+        pos = m.end()
+    return steps
+
+
+@lru_cache(maxsize=65536)
 def _head(text: str) -> tuple[str, str]:
     m = _HEAD.match(text)
     assert m is not None  # every part of the pattern is optional
@@ -111,6 +127,8 @@ def row(collection: str, key: str, field: str = "") -> FactPath:
     return FactPath(collection, key, field)
 
 
+@lru_cache(maxsize=65536)
 def area_of(path: str) -> str:
-    """`facts.systemd.units[x].name` → `systemd`: the facts area a path belongs to."""
-    return parse(path).area
+    """`facts.systemd.units[x].name` → `systemd`: the facts area a path belongs to (memoized: drift asks it
+    of every path of every distinct view)."""
+    return _head(path)[1]

@@ -158,3 +158,49 @@ def test_tokens_are_strict_for_hand_written_paths() -> None:
     assert parse("facts.binaries[a[b].sha256").tokens() is None
     assert parse("host.az").tokens() == (("az", None),)
     assert parse("facts").tokens() is None
+
+
+_OLD_SERIES_TOKEN = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
+
+
+def old_series_steps(path: str) -> list[tuple[str, bool]] | int:
+    """history/series.parse_path's tokenizer as it was: the steps, or the failing position."""
+    steps: list[tuple[str, bool]] = []
+    pos = 0
+    while pos < len(path):
+        m = _OLD_SERIES_TOKEN.match(path, pos)
+        if m is None or m.end() == pos:
+            return pos
+        steps.append((m[1], False) if m[1] is not None else (m[2], True))
+        pos = m.end()
+    return steps
+
+
+def old_root_key(path: str) -> str:
+    return path.partition(".")[2].split(".")[0].split("[")[0]
+
+
+@given(st.one_of(row_paths(), st.text(alphabet="ab.[]", max_size=10)))
+def test_selector_steps_and_root_keys_match_the_old_splits(path: str) -> None:
+    want = old_series_steps(path)
+    try:
+        got: list[tuple[str, bool]] | int = factpath.selector_steps(path)
+    except ValueError as exc:
+        got = exc.args[0]
+    assert got == want
+    first = path.split(".")[0]
+    if parse(path).steps()[0] == (first, False):
+        assert parse(path).area == old_root_key(path)
+
+
+def test_the_area_is_read_from_the_whole_text_as_before() -> None:
+    for path in ("[.]", "facts[a.b].c", "host.az", "facts.binaries[kube.let].sha256"):
+        assert parse(path).area == area_of(path) == old_root_key(path)
+
+
+def test_selector_steps_of_a_history_path() -> None:
+    assert factpath.selector_steps("facts.systemd.units[ecs.service].restarts") == [
+        ("facts", False), ("systemd", False), ("units", False), ("ecs.service", True), ("restarts", False)]
+    with pytest.raises(ValueError) as exc:
+        factpath.selector_steps("facts.a]")
+    assert exc.value.args == (7,)

@@ -388,7 +388,7 @@ def _root_keys(reads: Reads) -> dict[str, tuple[str, ...]]:
     for root in ("host", "labels"):
         if root not in reads.roots or "*" in reads.roots:
             continue
-        keys = {p.partition(".")[2].split(".")[0].split("[")[0] for p in reads.paths if p.split(".")[0] == root}
+        keys = {parse_path(p).area for p in reads.paths if parse_path(p).steps()[0] == (root, False)}
         if keys and "" not in keys:
             out[root] = tuple(sorted(keys))
     return out
