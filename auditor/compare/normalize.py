@@ -28,6 +28,9 @@ from ..snapshotdoc import Snapshot
 ABSENT = "(absent)"  # display value of a fact a host does not have (its area is known)
 
 
+_Part = tuple[int, tuple[tuple[str, Any], ...]]  # a shared list's token and its {path: value} items
+
+
 @dataclass(frozen=True)
 class NormalView:
     """A host's stable facts as {path: value} (`flat`); `unknown` names areas whose collector failed.
@@ -63,7 +66,7 @@ def display(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any], parts: list | None = None) -> None:
+def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any], parts: list[_Part] | None = None) -> None:
     if value is None or spec.volatile:
         return
     kind = spec.type
@@ -83,7 +86,7 @@ def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any], parts: lis
         out[path] = value
 
 
-def _walk_list(spec: FactSpec, rows: list, path: str, out: dict[str, Any], parts: list | None) -> None:
+def _walk_list(spec: FactSpec, rows: list[Any], path: str, out: dict[str, Any], parts: list[_Part] | None) -> None:
     """Lists of rows, memoized by their sorted stable content: a fleet has few distinct unit/package lists."""
     getter = _stable_getter(spec)
     memo_key: tuple[str, tuple[Any, ...]] | None
@@ -106,7 +109,7 @@ def _walk_list(spec: FactSpec, rows: list, path: str, out: dict[str, Any], parts
         out.update(hit[1])
 
 
-def _walk_rows(spec: FactSpec, rows: list, path: str, out: dict[str, Any]) -> None:
+def _walk_rows(spec: FactSpec, rows: list[Any], path: str, out: dict[str, Any]) -> None:
     if not spec.children:  # list of names: a set
         for item in rows:
             if item is not None:
@@ -133,7 +136,7 @@ def _walk_rows(spec: FactSpec, rows: list, path: str, out: dict[str, Any]) -> No
             out[path] = tuple(items)
 
 
-_list_memo: dict[tuple[str, tuple], tuple[int, tuple[tuple[str, Any], ...]]] = {}
+_list_memo: dict[tuple[str, tuple[Any, ...]], _Part] = {}
 _tokens = count()
 _LIST_MEMO_MAX = 2048
 _getters: dict[str, Any] = {}
