@@ -60,7 +60,7 @@ def facts_summary(snap: Snapshot) -> dict[str, Any]:
 def _restarts(facts: Facts) -> int | None:
     """Unit restarts this boot, summed over the host's units (None when systemd gave no units)."""
     units = [u for u in (facts.get("systemd") or {}).get("units") or [] if isinstance(u, dict)]
-    counts = [u["restarts"] for u in units if isinstance(u.get("restarts"), int)]
+    counts = [n for u in units if isinstance(n := u.get("restarts"), int)]
     return sum(counts) if units else None
 
 

@@ -9,7 +9,9 @@ this module, facts.yaml and auditor/schemas/snapshot.schema.json disagree on a k
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
+
+from . import facttypes as ft
 
 
 class HostInfo(TypedDict, total=False):
@@ -41,25 +43,22 @@ class ProbeInfo(TypedDict, total=False):
     failed_areas: list[str] | None  # None in a stub made from a snapshot without it
 
 
-Area = dict[str, Any]  # one area's facts as facts.yaml declares them (its shape is checked by JSON Schema)
-Rows = list[dict[str, Any]]  # an area that is a keyed list of rows
-
-
 class Facts(TypedDict, total=False):
-    """`facts` by area (facts.yaml `facts`); an area is null when its collector failed or does not apply."""
+    """`facts` by area (facts.yaml `facts`, each typed in the generated facttypes.py); an area is null when
+    its collector failed or does not apply."""
 
-    os: Area | None
-    kernel: Area | None
-    systemd: Area | None
-    cgroups: Area | None
-    binaries: Rows | None
-    ecs: Area | None
-    hygiene: Area | None
-    network: Area | None
-    cpu: Area | None
-    cpu_stack: Area | None
-    packages: Area | None
-    trends: Area | None  # derived by history, never collected
+    os: ft.Os | None
+    kernel: ft.Kernel | None
+    systemd: ft.Systemd | None
+    cgroups: ft.Cgroups | None
+    binaries: list[ft.BinariesRow] | None
+    ecs: ft.Ecs | None
+    hygiene: ft.Hygiene | None
+    network: ft.Network | None
+    cpu: ft.Cpu | None
+    cpu_stack: ft.CpuStack | None
+    packages: ft.Packages | None
+    trends: ft.Trends | None  # derived by history, never collected
 
 
 class Snapshot(TypedDict, total=False):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import types
 import typing
 from importlib import resources
@@ -15,7 +16,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 import pytest
 
-from auditor import snapshotdoc
+from auditor import facttypes, snapshotdoc
 from auditor.collect.schema import FactSpec, derived_areas, fact_tree, snapshot_json_schema
 from auditor.collect.snapshot import build_snapshot
 from auditor.judge.paths import root_spec
@@ -24,7 +25,53 @@ from auditor.snapshotdoc import SNAPSHOT_KEYS, Facts, HostInfo, ProbeInfo, Snaps
 from tests.framing_fixtures import FIXTURE_NONCE
 
 PROBE = Path(__file__).parent / "data" / "probe"
+FACTTYPES = Path(__file__).parents[1] / "auditor" / "facttypes.py"
+UPDATE = os.environ.get("AMI_AUDITOR_UPDATE_GOLDEN") == "1"
 _SCALAR = {"string": str, "integer": int, "number": float, "boolean": bool}
+_HEADER = '''"""The facts of each area as TypedDicts, generated from collect/facts.yaml: do not edit by hand.
+
+Regenerate with `AMI_AUDITOR_UPDATE_GOLDEN=1 pytest tests/test_snapshot_types.py` after changing
+facts.yaml; the test fails while this file and the schema disagree. Every key is optional and every
+value may be null: a snapshot is host data, and a failed collector leaves nulls (snapshotdoc.py).
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+'''
+_PY = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
+
+
+def _class_name(path: str) -> str:
+    return "".join(p.title().replace("_", "") for p in path.replace("[]", " row").replace(".", " ").split()[1:])
+
+
+def generate_facttypes(tree: FactSpec) -> str:
+    """auditor/facttypes.py's text: one TypedDict per object and per list row of facts.yaml's `facts`; a row
+    declared exactly like an earlier one (cpu_stack's self and inclusive) is an alias of it."""
+    classes: list[str] = []
+    seen: dict[str, str] = {}
+
+    def hint(spec: FactSpec) -> str:
+        if spec.type in _PY:
+            return f"{_PY[spec.type]} | None"
+        if spec.type == "map":
+            return f"dict[str, {_PY.get(spec.values or 'string', 'str')} | None] | None"
+        if spec.type == "list" and not spec.children:
+            return f"list[{_PY.get(spec.items or 'string', 'str')} | None] | None"
+        name = _class_name(spec.path + ("[]" if spec.type == "list" else ""))
+        fields = "\n".join(f"    {k}: {hint(v)}" for k, v in spec.children.items())
+        what = f"One row of `{spec.path}`" if spec.type == "list" else f"`{spec.path}`"
+        if fields in seen:
+            classes.append(f"{name} = {seen[fields]}  # {what}: declared alike\n")
+        else:
+            seen[fields] = name
+            classes.append(f"class {name}(TypedDict, total=False):\n    \"\"\"{what}.\"\"\"\n\n{fields}\n")
+        return f"list[{name}] | None" if spec.type == "list" else f"{name} | None"
+
+    for spec in tree.children["facts"].children.values():
+        hint(spec)
+    return _HEADER + "".join(f"\n\n{c}" for c in classes)
 
 
 def published() -> dict[str, Any]:
@@ -55,14 +102,21 @@ def mismatches(schema: dict[str, Any], tree: FactSpec) -> list[str]:
             out.append(f"{name}: typed only {sorted(have - want)}, schema only {sorted(want - have)}")
     facts = get_type_hints(Facts)
     for area, spec in tree.children["facts"].children.items():
-        want_kind = list if spec.type == "list" else dict
-        if area in facts and _members(facts[area]) != {want_kind, type(None)}:
+        want = list if spec.type == "list" else getattr(facttypes, _class_name(spec.path), None)
+        if area in facts and _members(facts[area]) != {want, type(None)}:
             out.append(f"facts.{area}: typed {facts[area]}, declared {spec.type}")
     hints = get_type_hints(HostInfo)
     for name, spec in tree.children["host"].children.items():
         if name in hints and _members(hints[name]) != {_SCALAR[spec.type], type(None)}:
             out.append(f"host.{name}: typed {hints[name]}, declared {spec.type}")
     return out
+
+
+def test_facttypes_is_generated_from_facts_yaml() -> None:
+    text = generate_facttypes(fact_tree())
+    if UPDATE:
+        FACTTYPES.write_text(text)
+    assert FACTTYPES.read_text() == text, "regenerate with AMI_AUDITOR_UPDATE_GOLDEN=1"
 
 
 def test_typed_snapshot_matches_the_schema_and_facts_yaml() -> None:

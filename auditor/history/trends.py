@@ -8,8 +8,9 @@ delta is the new count itself.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
+from ..facttypes import SystemdUnitsRow, Trends
 from ..snapshotdoc import Snapshot
 
 ACTIVE = "active"
@@ -19,9 +20,9 @@ def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-def _units(snap: Snapshot) -> dict[str, dict[str, Any]]:
+def _units(snap: Snapshot) -> dict[str, SystemdUnitsRow]:
     units = ((snap.get("facts") or {}).get("systemd") or {}).get("units") or []
-    return {u["name"]: u for u in units if isinstance(u, dict) and isinstance(u.get("name"), str)}
+    return {name: u for u in units if isinstance(u, dict) and isinstance(name := u.get("name"), str)}
 
 
 def _dying(snap: Snapshot) -> int | None:
@@ -101,4 +102,4 @@ def attach(snapshot: Snapshot, trends: dict[str, Any]) -> None:
     """Publish trend facts into a snapshot (in place) before it is judged."""
     facts = snapshot.get("facts")
     if isinstance(facts, dict):
-        facts["trends"] = trends
+        facts["trends"] = cast(Trends, trends)  # derive/empty write what facts.yaml declares for trends
