@@ -29,6 +29,7 @@ from typing import Any
 import re2  # type: ignore[import-untyped]
 
 from ..errors import InputError
+from ..factpath import area_of
 from ..inputschema import Form, check, json_view
 from ..yamlload import LineDict, LineList, load_yaml_file
 from .normalize import leaf_spec
@@ -181,7 +182,7 @@ def parse_baseline(doc: Any, file: str) -> Baseline:
         expect[path] = _expect(path, raw, file, line)
     ignore = tuple(doc.get("ignore") or ())
     complete = _complete(doc, file)
-    areas = frozenset(p.split(".")[1].split("[")[0] for p in [*expect, *complete])
+    areas = frozenset(area_of(p) for p in [*expect, *complete])
     source = {k: json_view(v) for k, v in (doc.get("source") or {}).items() if v is not None}
     return Baseline(file, source, expect, complete, ignore, areas)
 

@@ -34,6 +34,7 @@ from jmespath.exceptions import JMESPathError
 
 from ..collect.schema import FactSpec, fact_tree
 from ..errors import InputError
+from ..factpath import parse as parse_path
 from ..inputschema import Form, check
 from ..yamlload import LineDict, LineList, load_yaml_file
 from .params import Override, coerce, plain, substitute
@@ -182,11 +183,10 @@ def _area_keys(reads: Reads, areas: set[str]) -> tuple[tuple[str, str | None], .
     """Which top-level key of each area a rule reads (None: the whole area), for content-keyed caching."""
     keys: dict[str, set[str | None]] = {a: set() for a in areas}
     for path in reads.paths | reads.bases:
-        parts = path.split(".")
-        if parts[0] != "facts" or len(parts) < 2:
+        steps = parse_path(path).steps()
+        if steps[0] != ("facts", False) or len(steps) < 2:
             continue
-        area = parts[1].removesuffix("[]")
-        keys.setdefault(area, set()).add(parts[2].removesuffix("[]") if len(parts) > 2 else None)
+        keys.setdefault(steps[1][0], set()).add(steps[2][0] if len(steps) > 2 else None)
     if reads.whole_facts or "*" in reads.roots:
         keys = {a: {None} for a in areas}
     out: list[tuple[str, str | None]] = []
@@ -338,7 +338,7 @@ def _root_keys(reads: Reads) -> dict[str, tuple[str, ...]]:
     for root in ("host", "labels"):
         if root not in reads.roots or "*" in reads.roots:
             continue
-        keys = {p.partition(".")[2].split(".")[0].split("[")[0] for p in reads.paths if p.split(".")[0] == root}
+        keys = {parse_path(p).area for p in reads.paths if parse_path(p).steps()[0] == (root, False)}
         if keys and "" not in keys:
             out[root] = tuple(sorted(keys))
     return out
