@@ -8,8 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import workers
-from .collect.framing import new_nonce, with_nonce
-from .collect.probe import DEFAULT_BINARIES, probe_args, probe_script, validate_binaries
+from .collect.probe import DEFAULT_BINARIES, probe_args, probe_request, probe_script, validate_binaries
 from .collect.snapshot import build_snapshot
 from .errors import TransportError
 from .models import HostResult, HostSpec
@@ -30,17 +29,16 @@ def collect_host(
 ) -> HostResult:
     """Run the probe once on one host; every failure becomes the host's status, never an exception.
 
-    The probe gets a fresh framing nonce (collect/framing.py) as its script's first line."""
+    The probe request (collect.probe.probe_request) carries a fresh framing nonce (collect/framing.py)."""
     started = time.monotonic()
-    args = probe_args(validate_binaries(list(binaries)), exec_versions, deep_cpu)
-    nonce = new_nonce()
+    request = probe_request(tuple(binaries), exec_versions, deep_cpu)
     try:
         transport = open_transport(spec)
         try:
-            result = transport.run(with_nonce(probe_script(), nonce), args, deadline_s=deadline_s)
+            result = transport.run(request, deadline_s=deadline_s)
         finally:
             transport.close()
-        snapshot = build_snapshot(spec, result, result.nonce or nonce)
+        snapshot = build_snapshot(spec, result, result.nonce or request.nonce)
         return HostResult(spec, "ok", None, snapshot, time.monotonic() - started)
     except TransportError as exc:
         return HostResult(spec, exc.status, str(exc) or type(exc).__name__, None, time.monotonic() - started)

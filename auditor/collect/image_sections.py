@@ -24,7 +24,7 @@ from typing import Any
 
 import re2  # type: ignore[import-untyped]
 
-from ..errors import ProbeTimeout
+from ..errors import ProbeTimeout, TransportError
 from ..transport.image_fs import ImageFS, quote
 from . import framing
 from .collectors import RC_NOT_AVAILABLE, RC_OFFLINE, RC_TIMED_OUT
@@ -92,6 +92,8 @@ class ImageSections:
     """One run over one image: `text()` returns the framed sections and the done marker."""
 
     def __init__(self, fs: ImageFS, nonce: str, binaries: list[str], exec_versions: bool = False):
+        if not framing.NONCE_RE.match(nonce):
+            raise TransportError("image reader: the probe request carries no valid run nonce")
         self.fs = fs
         self.nonce = nonce
         self.binaries = binaries

@@ -28,7 +28,7 @@ import paramiko
 from paramiko.common import cMSG_CHANNEL_REQUEST
 
 from ..errors import AuthFailed, HostKeyRejected, InputError, ProbeTimeout, TransportError, Unreachable
-from ..models import CommandResult, HostSpec, SSHOptions
+from ..models import CommandResult, HostSpec, ProbeRequest, SSHOptions
 from . import jumplimits
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
 
@@ -382,12 +382,11 @@ class SSHTransport:
 
     def run(
         self,
-        script: str,
-        args: list[str],
+        request: ProbeRequest,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_output: int = DEFAULT_MAX_OUTPUT,
     ) -> CommandResult:
-        """Feed `script` to `[sudo -n] /bin/sh -s -- ARGS` in one exec; the deadline covers connecting too
+        """Feed `request.script` to `[sudo -n] /bin/sh -s -- ARGV` in one exec; the deadline covers connecting too
         (not the wait for a free connection slot on a jump host, which comes first: jumplimits.py)."""
         self._hold_jump_slots()
         started = time.monotonic()
@@ -395,12 +394,12 @@ class SSHTransport:
         transport = self.connect(deadline)
         try:
             chan = transport.open_session(timeout=self._timeout(deadline))
-            chan.exec_command(build_command(args, self.use_sudo))
+            chan.exec_command(build_command(list(request.argv), self.use_sudo))
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self.close()
             raise TransportError(f"{self.spec.name}: cannot start the probe: {exc}") from None
         try:
-            out, err, truncated = _pump(chan, script.encode(), deadline, max_output)
+            out, err, truncated = _pump(chan, request.script.encode(), deadline, max_output)
         except _Deadline:
             _signal(chan, "TERM")
             chan.close()
