@@ -21,12 +21,12 @@ import pytest
 
 from auditor.app import collect_host
 from auditor.collect import framing
-from auditor.collect.image_packages import Packages
 from auditor.collect.probe import probe_request
 from auditor.errors import TransportError
+from auditor.image.fs import MAX_LINKS, ImageFS
+from auditor.image.packages import Packages
 from auditor.models import HostSpec
 from auditor.transport.image import ImageTransport
-from auditor.transport.image_fs import MAX_LINKS, ImageFS
 from tests.test_image_transport import make_root
 
 

@@ -21,7 +21,7 @@ from .sections import Section, TamperedOutput, UnparsableOutput, kv_lines
 
 # Section statuses for "this facility is not on the host" (e.g. no systemctl; the probe and the image
 # reader) and for "a runtime fact, not applicable to an unbooted image" (the image reader only:
-# collect/image_sections.py; the probe audits only the live host it runs on).
+# auditor/image/sections.py; the probe audits only the live host it runs on).
 RC_NOT_AVAILABLE = 3
 RC_OFFLINE = 5
 NOT_APPLICABLE_IMAGE = "not applicable to an unbooted image (runtime fact)"

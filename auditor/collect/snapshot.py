@@ -9,7 +9,7 @@ from typing import Any
 from .. import SNAPSHOT_SCHEMA
 from ..models import CommandResult, HostSpec
 from .collectors import COLLECTORS, run_collector
-from .image_sections import confinement_error
+from .parsers.confinement import confinement_error
 from .parsers.identity import parse_host
 from .sections import Section, split_sections
 

@@ -3,7 +3,7 @@
 The image is untrusted data: it is read in Python through `ImageFS`, which resolves every path inside
 the image root as chroot would (links re-rooted, `..` clamped, loops refused, regular files only,
 bounded reads) and reports links that lead out of it. The probe script is not run; the same sections
-are produced by `collect.image_sections`, framed with the request's nonce. Nothing in the
+are produced by the image room (`auditor.image.sections`), framed with the request's nonce. Nothing in the
 image is executed; runtime sections (kernel state, cgroups, CPU, network) are not applicable.
 """
 
@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ..collect.image_sections import ImageSections
 from ..errors import InputError, TransportError
+from ..image.fs import ImageFS
+from ..image.sections import ImageSections
 from ..models import CommandResult, HostSpec, ProbeRequest
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
-from .image_fs import ImageFS
 
 
 def image_root(target: str) -> Path:

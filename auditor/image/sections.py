@@ -19,17 +19,18 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import re2  # type: ignore[import-untyped]
 
+from ..collect import framing
+from ..collect.collectors import RC_NOT_AVAILABLE, RC_OFFLINE, RC_TIMED_OUT
+from ..collect.parsers.confinement import CONFINEMENT
 from ..errors import ProbeTimeout, TransportError
-from ..transport.image_fs import ImageFS, quote
-from . import framing
-from .collectors import RC_NOT_AVAILABLE, RC_OFFLINE, RC_TIMED_OUT
-from .image_packages import Packages
-from .image_units import list_unit_files
+from .fs import ImageFS, quote
+from .packages import Packages
+from .units import list_unit_files
 
 RUNTIME = ("cloudinit", "imds", "sysctl", "cgroups", "network", "kernel_log", "cpu", "cpu_stack")
 SMALL_CAP = 1 << 20  # identity files, os-release, eks release, ecs config
@@ -64,18 +65,6 @@ _SECRET_VARIABLE = _linear(r"^\s*(export\s+)?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PA
                            r"\s*=\s*\S")
 _AWS_CONFIG_SECRET = _linear(r"(?i)^\s*aws_(secret_access_key|session_token)\s*=")
 _DOCKER_AUTH = _linear(r'"auth"')
-CONFINEMENT = "confinement"  # the extra section listing what the image reader refused or reported
-MAX_NOTES_SHOWN = 10
-
-
-def confinement_error(sections: Mapping[str, Any]) -> str | None:
-    """The snapshot's `errors["image"]` text from a `confinement` section (None when it is empty)."""
-    section = sections.get(CONFINEMENT)
-    lines = [ln for ln in (section.body.splitlines() if section is not None else []) if ln.strip()]
-    if not lines:
-        return None
-    more = f"; … {len(lines) - MAX_NOTES_SHOWN} more" if len(lines) > MAX_NOTES_SHOWN else ""
-    return "image read confined to its root: " + "; ".join(lines[:MAX_NOTES_SHOWN]) + more
 
 
 def _first_line(text: str | None) -> str:
