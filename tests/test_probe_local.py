@@ -17,15 +17,14 @@ from auditor.cli import main
 from auditor.collect.framing import new_nonce, with_nonce
 from auditor.collect.probe import probe_request, probe_script, validate_binaries
 from auditor.collect.schema import snapshot_json_schema
+from auditor.collect.section_list import probe_section_names
 from auditor.collect.sections import split_sections
 from auditor.context import Env
 from auditor.errors import InputError
 from auditor.transport.local import LocalTransport
 from tests.probe_requests import shell_request
 
-SECTIONS = {"meta", "identity", "cloudinit", "imds", "os", "kernel", "sysctl", "systemd_version", "unit_files",
-            "units", "restart_journal", "cgroups", "binaries", "eks", "ecs", "hygiene", "network", "kernel_log", "cpu",
-            "cpu_stack", "packages", "cost"}
+SECTIONS = set(probe_section_names())  # the one section list (collect/section_list.py)
 
 
 @pytest.mark.parametrize("shell", ["/bin/dash", "/bin/bash"])
