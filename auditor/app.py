@@ -14,7 +14,7 @@ from .errors import TransportError
 from .models import HostResult, HostSpec
 from .options import DEFAULT_PARALLEL
 from .targets.inventory import redact_urls
-from .transport import open_transport
+from .transport import batched, open_transport
 from .transport.base import DEFAULT_DEADLINE_S
 
 ProgressFn = Callable[[HostResult, int, int], None]
@@ -90,7 +90,7 @@ def collect_hosts(
     binaries = validate_binaries(list(binaries))
     results: list[HostResult | None] = [None] * len(specs)
     done = 0
-    ssm = [i for i, spec in enumerate(specs) if spec.target.startswith("ssm://")]
+    ssm = [i for i, spec in enumerate(specs) if batched(spec.target)]  # the registry says which
     ssm_set = set(ssm)
     rest = [i for i in range(len(specs)) if i not in ssm_set]
 

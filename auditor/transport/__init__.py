@@ -64,6 +64,20 @@ def scheme_of(target: str) -> str:
     return scheme
 
 
+# Schemes collected as one fleet batch (app.collect_ssm: one SendCommand per ≤ 50 instances, or one
+# tag-targeted command) rather than host by host through `open_transport`.
+BATCHED_SCHEMES = frozenset({"ssm"})
+
+
+def batched(target: str) -> bool:
+    """Whether `target` is collected in its scheme's fleet batch; an unknown scheme is not (it fails host by
+    host, named, in `open_transport`)."""
+    try:
+        return scheme_of(target) in BATCHED_SCHEMES
+    except InputError:
+        return False
+
+
 def open_transport(spec: HostSpec) -> Transport:
     """Make the transport that reaches `spec.target`."""
     return TRANSPORTS[scheme_of(spec.target)](spec)
