@@ -29,8 +29,9 @@ from ..collect.collectors import RC_NOT_AVAILABLE, RC_OFFLINE, RC_TIMED_OUT
 from ..collect.parsers.confinement import CONFINEMENT
 from ..collect.section_list import SECTIONS
 from ..errors import ProbeTimeout, TransportError
-from .fs import ImageFS, quote
+from .fs import ImageFS
 from .packages import Packages
+from .text import quote
 from .units import list_unit_files
 
 SMALL_CAP = 1 << 20  # identity files, os-release, eks release, ecs config
