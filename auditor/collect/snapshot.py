@@ -10,7 +10,7 @@ from .. import SNAPSHOT_SCHEMA
 from ..models import CommandResult, HostSpec
 from ..snapshotdoc import Facts, HostInfo, Snapshot
 from .collectors import COLLECTORS, run_collector
-from .image_sections import confinement_error
+from .parsers.confinement import confinement_error
 from .parsers.identity import parse_host
 from .sections import Section, split_sections
 

@@ -258,7 +258,7 @@ def _stable_shape(spec: FactSpec) -> Any:
 
 @lru_cache(maxsize=1)
 def _stable_cuts() -> tuple[tuple[str, Any], ...]:
-    from ..judge.shapes import projector
+    from ..projection import projector
 
     return tuple((area, projector(_stable_shape(spec))) for area, spec in _areas().items() if not spec.volatile)
 
