@@ -18,11 +18,11 @@ import gc
 import multiprocessing
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .collect.snapshot import now_iso
 from .compare import stage as compare_stage
@@ -43,6 +43,7 @@ from .render import stage as render_stage
 from .render.stage import RenderPlan
 from .render.terminal import host_line
 from .reportdoc import facts_summary
+from .snapshotdoc import Snapshot
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class Batch:
     views: list[tuple[int, int]] = field(default_factory=list)  # per judged host: (worker pid, its view id)
     new_views: dict[tuple[int, int], NormalView] = field(default_factory=dict)  # first seen in this batch
     attrs: list[dict[str, str]] = field(default_factory=list)  # per judged host: the grouping keys' values
-    slices: list[dict[str, Any]] = field(default_factory=list)  # per judged host: what fleet rules read
+    slices: list[Snapshot] = field(default_factory=list)  # per judged host: what fleet rules read
 
 
 @dataclass(frozen=True)
@@ -135,27 +136,27 @@ class _Worker:
             out.views.append((pid, vid))
             out.attrs.append(host_attrs(snap, self.keys))
             out.slices.append(self._slice(snap))
-            stub = {k: snap[k] for k in _STUB_KEYS if k in snap}
+            stub = cast(Snapshot, {k: snap.get(k) for k in _STUB_KEYS if k in snap})
             probe = snap.get("probe") or {}
             stub["probe"] = {"complete": probe.get("complete", True), "failed_areas": probe.get("failed_areas")}
             out.hosts.append(HostResult(HostSpec(name, str(snap.get("target") or path), dict(snap.get("labels") or {})),
                                         "ok", None, stub, 0.0, facts_summary(snap)))
         return out
 
-    def _slice(self, snap: dict[str, Any]) -> dict[str, Any]:
+    def _slice(self, snap: Snapshot) -> Snapshot:
         """The snapshot cut to what the fleet rules read (judge/shapes.py), name and status kept."""
         cut = self.fleet
         if cut.everything:
             return snap
         facts = snap.get("facts") or {}
-        keep: dict[str, Any] = {k: snap[k] for k in ("name", "target", "labels", "errors", "not_applicable")
+        keep: dict[str, Any] = {k: snap.get(k) for k in ("name", "target", "labels", "errors", "not_applicable")
                                 if k in snap}
-        host = snap.get("host")
+        host: Mapping[str, Any] | None = snap.get("host")
         if host is not None:
             keep["host"] = host if cut.host_keys is None or not isinstance(host, dict) else {
                 k: host[k] for k in cut.host_keys if k in host}
         keep["facts"] = {a: prune(facts.get(a), s) for a, s in cut.shapes.items() if a in facts}
-        return keep
+        return cast(Snapshot, keep)
 
 
 _WORKER: _Worker | None = None  # set in the parent before the pool forks, so workers inherit it
@@ -212,7 +213,7 @@ class _Merge:
         self.attrs: dict[str, dict[str, str]] = {}
         self.hosts: list[HostResult] = []
         self.findings: list[Finding] = []
-        self.slices: list[dict[str, Any]] = []
+        self.slices: list[Snapshot] = []
 
     def _adopt(self, view: NormalView) -> int:
         """The parent's configuration for a worker's view: parts re-numbered by content."""

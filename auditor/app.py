@@ -8,14 +8,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import workers
-from .collect.framing import new_nonce, with_nonce
-from .collect.probe import DEFAULT_BINARIES, probe_args, probe_script, validate_binaries
+from .collect.probe import DEFAULT_BINARIES, probe_args, probe_request, probe_script, validate_binaries
 from .collect.snapshot import build_snapshot
 from .errors import TransportError
 from .models import HostResult, HostSpec
 from .options import DEFAULT_PARALLEL
 from .targets.inventory import redact_urls
-from .transport import open_transport
+from .transport import batched, open_transport
 from .transport.base import DEFAULT_DEADLINE_S
 
 ProgressFn = Callable[[HostResult, int, int], None]
@@ -30,17 +29,16 @@ def collect_host(
 ) -> HostResult:
     """Run the probe once on one host; every failure becomes the host's status, never an exception.
 
-    The probe gets a fresh framing nonce (collect/framing.py) as its script's first line."""
+    The probe request (collect.probe.probe_request) carries a fresh framing nonce (collect/framing.py)."""
     started = time.monotonic()
-    args = probe_args(validate_binaries(list(binaries)), exec_versions, deep_cpu)
-    nonce = new_nonce()
+    request = probe_request(tuple(binaries), exec_versions, deep_cpu)
     try:
         transport = open_transport(spec)
         try:
-            result = transport.run(with_nonce(probe_script(), nonce), args, deadline_s=deadline_s)
+            result = transport.run(request, deadline_s=deadline_s)
         finally:
             transport.close()
-        snapshot = build_snapshot(spec, result, result.nonce or nonce)
+        snapshot = build_snapshot(spec, result, result.nonce or request.nonce)
         return HostResult(spec, "ok", None, snapshot, time.monotonic() - started)
     except TransportError as exc:
         return HostResult(spec, exc.status, str(exc) or type(exc).__name__, None, time.monotonic() - started)
@@ -92,7 +90,7 @@ def collect_hosts(
     binaries = validate_binaries(list(binaries))
     results: list[HostResult | None] = [None] * len(specs)
     done = 0
-    ssm = [i for i, spec in enumerate(specs) if spec.target.startswith("ssm://")]
+    ssm = [i for i, spec in enumerate(specs) if batched(spec.target)]  # the registry says which
     ssm_set = set(ssm)
     rest = [i for i in range(len(specs)) if i not in ssm_set]
 

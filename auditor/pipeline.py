@@ -40,6 +40,7 @@ from .render import stage as render_stage
 from .render.stage import RenderPlan
 from .render.terminal import host_line, progress_printer
 from .reportdoc import report_to_dict
+from .snapshotdoc import Snapshot
 from .targets.resolve import check_host_keys, resolve_specs
 
 
@@ -84,17 +85,17 @@ def collect(plan: ScanPlan, env: Env, notes: list[str]) -> list[HostResult]:
     return redact_errors(results)
 
 
-def judge(plan: JudgePlan, report: Report, snapshots: list[dict]) -> None:
+def judge(plan: JudgePlan, report: Report, snapshots: list[Snapshot]) -> None:
     """Rules over every snapshot; waivers applied. Only the judge makes findings from rules."""
     judge_stage.apply(plan, report, snapshots)
 
 
-def trends(session: Session | None, snapshots: list[dict]) -> None:
+def trends(session: Session | None, snapshots: list[Snapshot]) -> None:
     """Publish `facts.trends` (from each host's previous stored scan) on every snapshot, for the judge."""
     history_stage.add_trends(session, snapshots)
 
 
-def compare(plan: ComparePlan, report: Report, snapshots: list[dict]) -> None:
+def compare(plan: ComparePlan, report: Report, snapshots: list[Snapshot]) -> None:
     """Baseline drift, group comparison and symptom ranking (symptom ranking reads the findings)."""
     compare_stage.apply(plan, report, snapshots)
 
@@ -125,7 +126,7 @@ def since(session: Session | None, report: Report) -> None:
     history_stage.add_since(session, report)
 
 
-def record(session: Session | None, report: Report, snapshots: list[dict]) -> tuple[dict, str | None]:
+def record(session: Session | None, report: Report, snapshots: list[Snapshot]) -> tuple[dict, str | None]:
     """The report document, recorded in the store in one transaction (when there is a store); and why the
     store refused it (locked, disk full, read-only: the results are kept, the exit code says incomplete)."""
     doc = report_to_dict(report)

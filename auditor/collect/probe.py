@@ -8,16 +8,10 @@ from importlib import resources
 
 from ..errors import InputError
 from ..models import ProbeRequest
+from ..options import DEFAULT_BINARIES as OPTIONS_DEFAULT_BINARIES
 from .framing import new_nonce, with_nonce
 
-DEFAULT_BINARIES: tuple[str, ...] = (
-    "kubelet",
-    "containerd",
-    "dockerd",
-    "runc",
-    "ecs-init",
-    "nvidia-smi",
-)
+DEFAULT_BINARIES = OPTIONS_DEFAULT_BINARIES  # the CLI's default `--binary` list (options.py, a neutral module)
 
 # One path segment: shell-inert characters, never `.` or `..` (`...` or `.hidden` are ordinary names).
 SEGMENT = r"(?:[A-Za-z0-9_+-][A-Za-z0-9._+-]*|\.[A-Za-z0-9_+-][A-Za-z0-9._+-]*|\.\.[A-Za-z0-9._+-]+)"

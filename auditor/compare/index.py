@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..snapshotdoc import Snapshot
 from .normalize import ABSENT, NormalView, area_of, display, normalize
 
 
@@ -47,13 +48,13 @@ class FleetIndex:
         return list(self.host_config)
 
 
-def host_attrs(snapshot: dict[str, Any], keys: Sequence[str]) -> dict[str, str]:
+def host_attrs(snapshot: Snapshot, keys: Sequence[str]) -> dict[str, str]:
     """Labels first, then host facts (az, az_id, ami_id, instance_type, …), as strings."""
     labels = snapshot.get("labels") or {}
     host = snapshot.get("host") or {}
     out = {}
     for key in keys:
-        value = labels.get(key)
+        value: object = labels.get(key)
         if value is None and key != "name":
             value = host.get(key)
         if key == "name":
@@ -63,7 +64,7 @@ def host_attrs(snapshot: dict[str, Any], keys: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def index_snapshots(snapshots: Iterable[dict[str, Any]], keys: Sequence[str] = ()) -> FleetIndex:
+def index_snapshots(snapshots: Iterable[Snapshot], keys: Sequence[str] = ()) -> FleetIndex:
     """Normalize each snapshot once and group hosts by identical views (a snapshot may be dropped after)."""
     configs: list[Config] = []
     by_identity: dict[Any, int] = {}

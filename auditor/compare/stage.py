@@ -14,6 +14,7 @@ from difflib import get_close_matches
 from ..errors import InputError
 from ..models import Report
 from ..options import DEFAULT_TOP, CompareOptions
+from ..snapshotdoc import Snapshot
 from .baseline import Baseline, load_baseline
 from .drift import fleet_drift
 from .groups import MIN_SCORE, compare_groups
@@ -92,7 +93,7 @@ def prepare(opts: CompareOptions, known_rules: frozenset[str] | None = None) -> 
     return ComparePlan(baseline, group_by, symptom, opts.top, opts.min_score)
 
 
-def apply(plan: ComparePlan, report: Report, snapshots: list[dict]) -> None:
+def apply(plan: ComparePlan, report: Report, snapshots: list[Snapshot]) -> None:
     if not plan.active:
         return
     apply_index(plan, report, index_snapshots(snapshots, plan.keys()))

@@ -17,6 +17,7 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
+from ..snapshotdoc import Snapshot
 from . import pack
 from .conn import Store
 from .values import PID_MAX, integer, text
@@ -83,7 +84,7 @@ def known_hosts(conn: Store) -> dict[str, tuple[int, str]]:
             for name, sid, at in conn.execute("SELECT name, first_scan, first_seen FROM hosts")}
 
 
-def _complete(conn: Store, scan_id: int, doc: dict[str, Any], snapshots: dict[str, dict[str, Any]],
+def _complete(conn: Store, scan_id: int, doc: dict[str, Any], snapshots: dict[str, Snapshot],
               finished_at: str) -> None:
     at = doc["generated_at"]
     _write(conn, scan_id, doc, snapshots, at)
@@ -107,7 +108,7 @@ def _transaction(conn: Store) -> Iterator[None]:
 
 
 def record_scan(conn: Store, scan_id: int, doc: dict[str, Any],
-                snapshots: dict[str, dict[str, Any]], finished_at: str) -> None:
+                snapshots: dict[str, Snapshot], finished_at: str) -> None:
     """Write one finished scan (the report document and the hosts' snapshots) in one transaction."""
     with _transaction(conn):
         _complete(conn, scan_id, doc, snapshots, finished_at)
@@ -124,7 +125,7 @@ def import_scan(conn: Store, doc: dict[str, Any], source: str) -> int:
 
 
 def _write(conn: Store, scan_id: int, doc: dict[str, Any],
-           snapshots: dict[str, dict[str, Any]], at: str) -> None:
+           snapshots: dict[str, Snapshot], at: str) -> None:
     reached: set[str] = set()
     for host in doc["hosts"]:
         name = host["name"]

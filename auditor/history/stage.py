@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import AuditorError
 from ..models import Report
 from ..options import HistoryOptions
+from ..snapshotdoc import Snapshot
 from ..textsafe import one_line
 from . import charts, query, record, trends
 from .conn import Store, StoreUnavailable
@@ -58,7 +59,7 @@ def begin(plan: StorePlan, started_at: str) -> Session | None:
     return Session(plan.path, conn, scan_id, record.open_issues(conn), record.known_hosts(conn))
 
 
-def add_trends(session: Session | None, snapshots: list[dict[str, Any]]) -> None:
+def add_trends(session: Session | None, snapshots: list[Snapshot]) -> None:
     """Publish `facts.trends` on every snapshot (empty ones without a store or an earlier scan)."""
     if session is None:
         for snap in snapshots:
@@ -116,7 +117,7 @@ def abandon(session: Session | None) -> None:
                              (session.scan_id,))
 
 
-def finish(session: Session | None, doc: dict[str, Any], snapshots: list[dict[str, Any]],
+def finish(session: Session | None, doc: dict[str, Any], snapshots: list[Snapshot],
            finished_at: str) -> str | None:
     """Record the scan (one transaction). When the store refuses it (locked past the wait, disk full,
     read-only) the scan keeps its results (reports are written before): the reason is returned (one safe

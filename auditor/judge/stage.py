@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..chaingraph import positions
 from ..models import Finding, Report
 from ..options import JudgeOptions, RuleOptions
+from ..snapshotdoc import Snapshot
 from .chains import host_chains
 from .engine import Judge
 from .params import Override, load_config, parse_set
@@ -40,7 +41,7 @@ def prepare(opts: JudgeOptions) -> JudgePlan:
     return JudgePlan(ruleset, waivers)
 
 
-def apply(plan: JudgePlan, report: Report, snapshots: list[dict]) -> None:
+def apply(plan: JudgePlan, report: Report, snapshots: list[Snapshot]) -> None:
     """Append findings (waivers applied), list the rules that ran, and note expired waivers."""
     findings = Judge(plan.ruleset).judge_all(snapshots)
     labels = {str(s.get("name")): dict(s.get("labels") or {}) for s in snapshots}

@@ -35,9 +35,10 @@ from typing import Any
 
 from ..collect.framing import NONCE_RE
 from ..collect.probe import CLEAN_PATH, DEEP_CPU_FLAG, EXEC_VERSIONS_FLAG, NAME
+from ..options import SSM_DOCUMENT_NAME
 from .base import DEFAULT_MAX_OUTPUT
 
-DOCUMENT_NAME = "AmiAuditor-Probe"
+DOCUMENT_NAME = SSM_DOCUMENT_NAME
 STEP_NAME = "probe"
 HEADER = "AMI-AUDITOR-SSM/1"
 FOOTER = "AMI-AUDITOR-SSM/1 end"
