@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import exitcodes
 from .collect.snapshot import now_iso
 from .compare import stage as compare_stage
 from .compare.stage import ComparePlan
@@ -22,12 +23,15 @@ from .context import Env
 from .errors import InputError
 from .evaluate.core import EvalPlan, Evaluation
 from .evaluate.files import evaluate_files
+from .history import stage as history_stage
+from .history.stage import StorePlan
 from .judge import stage as judge_stage
 from .judge.stage import JudgePlan
 from .options import AnalyzeOptions
 from .render import stage as render_stage
 from .render.stage import RenderPlan
 from .render.terminal import host_line
+from .reportdoc import report_to_dict
 
 MAX_JOBS = 64
 
@@ -42,6 +46,7 @@ class AnalyzePlan:
     judge: JudgePlan
     compare: ComparePlan
     render: RenderPlan
+    history: StorePlan
 
 
 
@@ -72,21 +77,37 @@ def prepare(opts: AnalyzeOptions) -> AnalyzePlan:
     judge_plan = judge_stage.prepare(opts.judge)
     compare_plan = compare_stage.prepare(opts.compare, frozenset(judge_plan.ruleset.ids()))
     render_plan = render_stage.prepare(opts.render)
+    history_plan = history_stage.prepare(opts.history)
     files = snapshot_files(opts.dirs)
     jobs = opts.jobs or min(MAX_JOBS, len(os.sched_getaffinity(0)))
-    return AnalyzePlan(tuple(files), jobs, opts.fail_on, judge_plan, compare_plan, render_plan)
+    return AnalyzePlan(tuple(files), jobs, opts.fail_on, judge_plan, compare_plan, render_plan, history_plan)
 
 
 def analyze(opts: AnalyzeOptions, env: Env) -> int:
-    """The whole analysis; returns its exit code."""
+    """The whole analysis, recorded in the history store as a scan is; returns its exit code."""
     plan = prepare(opts)
-    core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on))
-    evaluate_files(core, plan.files, plan.jobs)
-    report = core.finish(now_iso(), [f"analyzed {len(plan.files)} saved snapshot files; no host was contacted"])
     term = render_stage.terminal(plan.render, env)  # the summary: stdout, stderr or nowhere (--quiet)
-    for host in report.hosts:
-        if host.status != "ok":
-            term.out_styled(host_line(host))
-    render_stage.write(plan.render, report, env)
+    session = history_stage.begin(plan.history, now_iso(), source="analyze")
+    try:
+        core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=history_stage.feed(session))
+        evaluate_files(core, plan.files, plan.jobs)  # each file read, given its trends, judged, indexed, dropped
+        report = core.finish(now_iso(), [f"analyzed {len(plan.files)} saved snapshot files; no host was contacted"])
+        history_stage.add_since(session, report)
+        for host in report.hosts:
+            if host.status != "ok":
+                term.out_styled(host_line(host))
+        render_stage.write(plan.render, report, env)
+        not_recorded = history_stage.finish(session, report_to_dict(report), history_stage.pending(core.extras()),
+                                            now_iso())
+    except BaseException:
+        history_stage.abandon(session)
+        raise
+    finally:
+        history_stage.close(session)
+    if not_recorded:  # the reports are written; incomplete unless findings fail
+        env.err(f"ami-auditor: error: {not_recorded}")
+        report.exit_code = exitcodes.combine(report.exit_code == exitcodes.FINDINGS, True)
     render_stage.summarize(report, term)
+    if session is not None and not not_recorded:
+        term.out(f"recorded as scan {session.scan_id} in {session.path}")
     return report.exit_code

@@ -10,6 +10,7 @@ import multiprocessing
 import signal
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..compare.sources import load_snapshot_file
 from ..errors import InputError
@@ -22,12 +23,16 @@ _WORKER: Evaluation | None = None  # a worker's core, set in the parent before t
 
 def read_host(path: str) -> HostResult:
     """One snapshot file as a host result: `ok` with the snapshot, or `error` saying why not."""
-    name = Path(path).stem
     try:
         snap = load_snapshot_file(path)
     except (InputError, OSError) as exc:
-        return HostResult(HostSpec(name, path, {}), "error", _why(exc))
-    name = str(snap.get("name") or name)
+        return HostResult(HostSpec(Path(path).stem, path, {}), "error", _why(exc))
+    return as_result(snap, path)
+
+
+def as_result(snap: dict[str, Any], path: str) -> HostResult:
+    """A saved snapshot as its host's result: named by the snapshot (else by its file), labels from it."""
+    name = str(snap.get("name") or Path(path).stem)
     return HostResult(HostSpec(name, str(snap.get("target") or path), dict(snap.get("labels") or {})), "ok",
                       None, snap)
 
