@@ -97,8 +97,8 @@ def analyze(opts: AnalyzeOptions, env: Env) -> int:
             if host.status != "ok":
                 term.out_styled(host_line(host))
         render_stage.write(plan.render, report, env)
-        not_recorded = history_stage.finish(session, report_to_dict(report), history_stage.pending(core.extras()),
-                                            now_iso())
+        rows = history_stage.pending(core.extras(), core.spare())
+        not_recorded = history_stage.finish(session, report_to_dict(report), rows, now_iso())
     except BaseException:
         history_stage.abandon(session)
         raise

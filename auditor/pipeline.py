@@ -139,7 +139,7 @@ def scan(opts: ScanOptions, env: Env) -> int:
             unsaved: OutputError | None = exc
         else:
             unsaved = None
-        doc, not_recorded = record(session, report, history_stage.pending(core.extras()))
+        doc, not_recorded = record(session, report, history_stage.pending(core.extras(), core.spare()))
     except BaseException:
         history_stage.abandon(session)  # a crash or Ctrl-C: this scan is marked, earlier ones untouched
         raise

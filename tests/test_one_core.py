@@ -173,3 +173,28 @@ def test_analyze_records_history_trends_and_first_seen_times_follow(replayed: Pa
             (1, "complete", "analyze", HOSTS), (2, "complete", "analyze", HOSTS)]
         bodies = conn.execute("SELECT count(*) FROM snapshots").fetchone()[0]
     assert bodies == len(OSES), "stable bodies stored once per distinct content"
+
+
+def test_a_duplicate_host_is_an_error_and_the_body_it_packed_is_still_stored(replayed: Path, tmp_path: Path) -> None:
+    """b.json names h00 again with h01's content, the first of that content this process packed; c.json (h01)
+    then needs the body the refused duplicate carried."""
+    snaps = tmp_path / "snaps"
+    _run("collect", "-i", str(replayed), "-o", str(snaps))
+    one, two = (json.loads((snaps / f"{n}.json").read_text()) for n in ("h00", "h01"))
+    d = tmp_path / "dup"
+    d.mkdir()
+    (d / "a.json").write_text(json.dumps(one))
+    (d / "b.json").write_text(json.dumps({**two, "name": "h00"}))
+    (d / "c.json").write_text(json.dumps(two))
+    store = tmp_path / "history.sqlite3"
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["analyze", str(d), "--jobs", "1", "--store", str(store), "--format", "json", "--out",
+                 str(tmp_path / "r")], Env(stdout=out, stderr=err))
+    assert code == 1, err.getvalue()  # the recorded hosts' findings fail; they take precedence over incomplete
+    doc = _report(tmp_path / "r")
+    assert [(h["name"], h["status"]) for h in doc["hosts"]] == [("h00", "ok"), ("h00", "error"), ("h01", "ok")]
+    assert doc["hosts"][1]["error"].startswith("duplicate host name")
+    with sqlite3.connect(store) as conn:
+        rows = conn.execute("SELECT host, snapshot IS NOT NULL FROM scan_hosts ORDER BY rowid").fetchall()
+        assert rows == [("h00", 1), ("h01", 1)]  # the duplicate is in the report, not a second row
+        assert conn.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 2

@@ -80,6 +80,7 @@ class Evaluation:
         self._builder = IndexBuilder()
         self._entries: list[Entry] = []
         self._names: set[str] = set()  # the hosts judged so far
+        self._spare: list[Any] = []  # what the sidecar returned for duplicates (a store body may ride on one)
         self._part = Part()
         self._positions = count()
 
@@ -117,6 +118,8 @@ class Evaluation:
         name, ref = entry.host.name, entry.view
         if entry.host.status == "ok":
             if name in self._names:
+                if entry.extra is not None:
+                    self._spare.append(entry.extra)
                 entry = _duplicate(entry)
             else:
                 self._names.add(name)
@@ -129,6 +132,11 @@ class Evaluation:
     def extras(self) -> Iterable[tuple[HostResult, Any]]:
         """Each judged host's stub and what the sidecar returned for it, in arrival order."""
         return ((e.host, e.extra) for e in self._entries if e.extra is not None)
+
+    def spare(self) -> list[Any]:
+        """What the sidecar returned for hosts refused as duplicates (their rows are not recorded, but the
+        first copy of a stable body a worker packed may be among them)."""
+        return self._spare
 
     def finish(self, generated_at: str, notes: Iterable[str] = ()) -> Report:
         """The report: hosts in input order, every section filled, its exit code set."""

@@ -38,8 +38,12 @@ class Pending:
     bodies: dict[str, bytes] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, hosts: Iterable[tuple[str, Packed]]) -> Pending:
+    def of(cls, hosts: Iterable[tuple[str, Packed]], spare: Iterable[Packed] = ()) -> Pending:
+        """Rows by host; bodies from them and from `spare` (packed, then not recorded: a duplicate host)."""
         out = cls()
+        for packed in spare:
+            if packed.body is not None:
+                out.bodies.setdefault(packed.digest, packed.body)
         for name, packed in hosts:
             if packed.body is not None:
                 out.bodies.setdefault(packed.digest, packed.body)

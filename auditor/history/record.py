@@ -124,8 +124,12 @@ def import_scan(conn: Store, doc: dict[str, Any], source: str) -> int:
 def _write(conn: Store, scan_id: int, doc: dict[str, Any], pending: Pending, at: str) -> None:
     reached: set[str] = set()
     stored: set[str] = set()  # bodies known to be in the store (this transaction's or older)
+    written: set[str] = set()
     for host in doc["hosts"]:
         name = host["name"]
+        if name in written:  # a second host of this name (an analysis' duplicate file): the report names it
+            continue
+        written.add(name)
         packed = pending.rows.get(name)
         digest = volatile = collected_at = None
         if packed is not None:

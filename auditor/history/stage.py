@@ -68,9 +68,11 @@ def feed(session: Session | None) -> Feed:
     return Feed(session.path, session.scan_id, session.conn)
 
 
-def pending(core_extras: Iterable[tuple[HostResult, Any]]) -> Pending:
-    """The packed rows the feed returned, by host (what the evaluation core kept of each)."""
-    return Pending.of((host.name, packed) for host, packed in core_extras if isinstance(packed, Packed))
+def pending(extras: Iterable[tuple[HostResult, Any]], spare: Iterable[Any] = ()) -> Pending:
+    """The packed rows the feed returned, by host (what the evaluation core kept of each), and the bodies
+    carried by rows it did not keep (`spare`: duplicate hosts)."""
+    return Pending.of(((host.name, packed) for host, packed in extras if isinstance(packed, Packed)),
+                      (packed for packed in spare if isinstance(packed, Packed)))
 
 
 def add_since(session: Session | None, report: Report) -> None:
