@@ -14,6 +14,7 @@ from ..history.conn import Store
 from ..history.db import DEFAULT_SHOWN, default_path, open_store
 from ..history.importer import import_folder
 from ..history.values import integer
+from ..snapshotdoc import Snapshot
 from ..textsafe import one_line
 from .checks import bounded_int
 
@@ -118,7 +119,7 @@ def _points(conn: Store, path: Path, fact: str, host: str | None, last: int) -> 
     """(scan id, time, host, value, labels) per stored snapshot; trend facts are derived again in order."""
     steps = series.parse_path(fact)
     rows = query.host_series(conn, path, host, last)
-    previous: dict[str, tuple[int, dict[str, Any]]] = {}
+    previous: dict[str, tuple[int, Snapshot]] = {}
     seen: dict[str, int] = {}
     out = []
     for scan_id, at, name, snap in rows:

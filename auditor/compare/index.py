@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
+from ..snapshotdoc import Snapshot
 from .normalize import ABSENT, NormalView, area_of, display, normalize, stable_key
 
 
@@ -49,13 +50,13 @@ class FleetIndex:
         return list(self.host_config)
 
 
-def host_attrs(snapshot: dict[str, Any], keys: Sequence[str]) -> dict[str, str]:
+def host_attrs(snapshot: Snapshot, keys: Sequence[str]) -> dict[str, str]:
     """Labels first, then host facts (az, az_id, ami_id, instance_type, …), as strings."""
     labels = snapshot.get("labels") or {}
     host = snapshot.get("host") or {}
     out = {}
     for key in keys:
-        value = labels.get(key)
+        value: object = labels.get(key)
         if value is None and key != "name":
             value = host.get(key)
         if key == "name":
@@ -83,7 +84,7 @@ class ViewMemo:
         self._by_key.clear()
         self._by_identity.clear()
 
-    def ref(self, snapshot: dict[str, Any]) -> tuple[ViewRef, NormalView | None]:
+    def ref(self, snapshot: Snapshot) -> tuple[ViewRef, NormalView | None]:
         """The snapshot's view number, and the view itself when this process has not numbered it before."""
         if self._pid != os.getpid():
             self._forked()
@@ -155,7 +156,7 @@ class IndexBuilder:
         return FleetIndex(configs, {name: host_config[name] for name in order if name in host_config}, attrs)
 
 
-def index_snapshots(snapshots: Iterable[dict[str, Any]], keys: Sequence[str] = ()) -> FleetIndex:
+def index_snapshots(snapshots: Iterable[Snapshot], keys: Sequence[str] = ()) -> FleetIndex:
     """The fleet index of in-memory snapshots (the builder above; a library helper for tests and benchmarks:
     the evaluation core turns a repeated host name into an `error` host, here it is a ValueError)."""
     memo, builder = ViewMemo(), IndexBuilder()

@@ -27,10 +27,11 @@ from ..judge import stage as judge_stage
 from ..judge.engine import Judge
 from ..judge.stage import JudgePlan
 from ..models import Finding, HostResult, HostSpec, Report, severity_rank
+from ..snapshotdoc import Snapshot
 from .keep import fleet_cut, fleet_slice, stub
 
 DUPLICATE = "duplicate host name: an earlier snapshot names the same host"
-Sidecar = Callable[[dict[str, Any]], Any]  # run on each snapshot before it is judged (trends, store rows)
+Sidecar = Callable[[Snapshot], Any]  # run on each snapshot before it is judged (trends, store rows)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Entry:
     findings: list[Finding]
     view: ViewRef | None = None
     attrs: dict[str, str] | None = None
-    slice: dict[str, Any] | None = None
+    slice: Snapshot | None = None
     extra: Any = None  # what the sidecar returned
 
 

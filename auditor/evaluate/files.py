@@ -10,11 +10,11 @@ import multiprocessing
 import signal
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..compare.sources import load_snapshot_file
 from ..errors import InputError
 from ..models import HostResult, HostSpec
+from ..snapshotdoc import Snapshot
 from .core import Evaluation, Part
 
 BATCH = 500  # files per task: big enough to amortize a task, small enough to stream
@@ -30,7 +30,7 @@ def read_host(path: str) -> HostResult:
     return as_result(snap, path)
 
 
-def as_result(snap: dict[str, Any], path: str) -> HostResult:
+def as_result(snap: Snapshot, path: str) -> HostResult:
     """A saved snapshot as its host's result: named by the snapshot (else by its file), labels from it."""
     name = str(snap.get("name") or Path(path).stem)
     return HostResult(HostSpec(name, str(snap.get("target") or path), dict(snap.get("labels") or {})), "ok",

@@ -3,13 +3,15 @@ facts the fleet rules read (judge/shapes.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..judge.engine import Judge
 from ..judge.shapes import Shape, merge_shapes, prune
 from ..models import HostResult
 from ..reportdoc import facts_summary
+from ..snapshotdoc import Snapshot
 
 _STUB_KEYS = ("labels", "errors", "not_applicable")
 _SLICE_KEYS = ("name", "target", "labels", "errors", "not_applicable")
@@ -43,20 +45,20 @@ def fleet_cut(judge: Judge) -> FleetCut:
     return FleetCut(shapes, None if host_keys is None else tuple(sorted(host_keys)), everything, any_rule)
 
 
-def fleet_slice(cut: FleetCut, snap: dict[str, Any]) -> dict[str, Any] | None:
+def fleet_slice(cut: FleetCut, snap: Snapshot) -> Snapshot | None:
     """The snapshot cut to what the fleet rules read, name and status kept (None: no fleet rule runs)."""
     if not cut.any_rule:
         return None
     if cut.everything:
         return snap
     facts = snap.get("facts") or {}
-    keep: dict[str, Any] = {k: snap[k] for k in _SLICE_KEYS if k in snap}
-    host = snap.get("host")
+    keep: dict[str, Any] = {k: snap.get(k) for k in _SLICE_KEYS if k in snap}
+    host: Mapping[str, Any] | None = snap.get("host")
     if host is not None:
         keep["host"] = host if cut.host_keys is None or not isinstance(host, dict) else {
             k: host[k] for k in cut.host_keys if k in host}
     keep["facts"] = {a: prune(facts.get(a), s) for a, s in cut.shapes.items() if a in facts}
-    return keep
+    return cast(Snapshot, keep)
 
 
 def stub(result: HostResult) -> HostResult:
@@ -65,7 +67,8 @@ def stub(result: HostResult) -> HostResult:
     snap = result.snapshot
     if snap is None:
         return result
-    kept = {k: snap[k] for k in _STUB_KEYS if k in snap}
+    kept: dict[str, Any] = {k: snap.get(k) for k in _STUB_KEYS if k in snap}
     probe = snap.get("probe") or {}
     kept["probe"] = {"complete": probe.get("complete", True), "failed_areas": probe.get("failed_areas")}
-    return HostResult(result.spec, result.status, result.error, kept, result.duration_s, facts_summary(snap))
+    return HostResult(result.spec, result.status, result.error, cast(Snapshot, kept), result.duration_s,
+                      facts_summary(snap))

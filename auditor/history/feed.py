@@ -13,8 +13,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from ..snapshotdoc import Snapshot
 from . import pack, query, trends
 from .conn import Store
 
@@ -51,13 +51,13 @@ class Pending:
         return out
 
 
-def pending_of(snapshots: dict[str, dict[str, Any]]) -> Pending:
+def pending_of(snapshots: dict[str, Snapshot]) -> Pending:
     """The rows of snapshots held in memory (an import, a test, a benchmark)."""
     known: set[str] = set()
     return Pending.of((name, pack_snapshot(snap, known)) for name, snap in snapshots.items())
 
 
-def pack_snapshot(snap: dict[str, Any], known: set[str]) -> Packed:
+def pack_snapshot(snap: Snapshot, known: set[str]) -> Packed:
     """The snapshot's store row; its body is compressed only when `known` lacks its digest."""
     body, volatile = pack.split(snap)
     digest, raw = pack.digest(body)
@@ -86,7 +86,7 @@ class Feed:
             self._conn = Store(self.path)
         return self._conn
 
-    def __call__(self, snap: dict[str, Any]) -> Packed | None:
+    def __call__(self, snap: Snapshot) -> Packed | None:
         if self.path is None:
             trends.attach(snap, trends.empty())
             return None

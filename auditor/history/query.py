@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..jsonload import json_pointer
 from ..models import SEVERITIES as _SEVERITIES
 from ..schemacheck import FastCheck
+from ..snapshotdoc import Snapshot
 from . import pack
 from .conn import Store
 from .values import damaged, integer, json_value, text
@@ -110,7 +111,7 @@ def _snapshot_check() -> FastCheck:
     return FastCheck(snapshot_json_schema())
 
 
-def _valid_snapshot(snap: dict[str, Any], where: Path, what: str) -> dict[str, Any]:
+def _valid_snapshot(snap: Any, where: Path, what: str) -> Snapshot:
     """The snapshot, if it is one by the snapshot schema (jsonschema-rs first; jsonschema has the last word)."""
     if _snapshot_check().valid(snap, from_json=True):
         return snap
@@ -123,7 +124,7 @@ def _valid_snapshot(snap: dict[str, Any], where: Path, what: str) -> dict[str, A
     raise damaged(where, what, f"is not a valid snapshot at JSON pointer {pointer}: {error.message[:200]}")
 
 
-def snapshot_of(conn: Store, scan_id: int, host: str, where: Path) -> dict[str, Any] | None:
+def snapshot_of(conn: Store, scan_id: int, host: str, where: Path) -> Snapshot | None:
     """A stored snapshot, put back together and validated (None when the host was not reached in that scan)."""
     row = conn.execute("SELECT s.body, h.volatile FROM scan_hosts h JOIN snapshots s ON s.hash = h.snapshot "
                        "WHERE h.scan_id = ? AND h.host = ?", (scan_id, host)).fetchone()
@@ -141,9 +142,9 @@ def snapshot_of(conn: Store, scan_id: int, host: str, where: Path) -> dict[str, 
 
 
 def previous_snapshots(conn: Store, hosts: list[str], before: int,
-                       where: Path) -> dict[str, tuple[int, dict[str, Any]]]:
+                       where: Path) -> dict[str, tuple[int, Snapshot]]:
     """Per host, the newest complete scan before `before` that reached it: (scan id, snapshot)."""
-    out: dict[str, tuple[int, dict[str, Any]]] = {}
+    out: dict[str, tuple[int, Snapshot]] = {}
     for host in hosts:
         row = conn.execute("SELECT h.scan_id FROM scan_hosts h JOIN scans s ON s.id = h.scan_id WHERE h.host = ? "
                            "AND h.snapshot IS NOT NULL AND s.state = 'complete' AND h.scan_id < ? "
@@ -164,7 +165,7 @@ def scans_seen(conn: Store, hosts: list[str], before: int) -> dict[str, int]:
 
 
 def host_series(conn: Store, where: Path, host: str | None = None,
-                last: int = 0) -> list[tuple[int, str, str, dict[str, Any]]]:
+                last: int = 0) -> list[tuple[int, str, str, Snapshot]]:
     """(scan id, generated_at, host, snapshot) for every stored snapshot, oldest first."""
     sql = ("SELECT h.scan_id, s.generated_at, h.host FROM scan_hosts h JOIN scans s ON s.id = h.scan_id "
            "WHERE s.state = 'complete' AND h.snapshot IS NOT NULL")

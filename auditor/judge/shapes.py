@@ -20,6 +20,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..collect.schema import FactSpec, fact_tree
+from ..factpath import Step
+from ..factpath import parse as parse_path
 from .paths import element
 
 Shape = tuple[Any, ...] | None
@@ -41,11 +43,10 @@ class _Node:
         return ("obj", tuple((k, self.fields[k].freeze()) for k in sorted(self.fields)))
 
 
-def _add(root: _Node, spec: FactSpec, segments: list[str], base: bool) -> None:
-    """Mark the path `segments` (below `spec`) as read: whole at its end, or rows only for a base."""
+def _add(root: _Node, spec: FactSpec, steps: tuple[Step, ...], base: bool) -> None:
+    """Mark the path `steps` (below `spec`) as read: whole at its end, or rows only for a base."""
     node = root
-    for seg in segments:
-        name, rows = (seg[:-2], True) if seg.endswith("[]") else (seg, False)
+    for name, rows in steps:
         child = spec.children.get(name) if spec.type == "object" else None
         if child is None:  # a map's free keys, or anything the schema does not spell out: read it all
             node.whole = True
@@ -75,9 +76,9 @@ def area_shapes(paths: set[str], bases: set[str], areas: set[str], whole: bool) 
     facts = fact_tree().children["facts"]
     root = _Node()
     for path, base in [(p, False) for p in paths] + [(p, True) for p in bases]:
-        head, _, rest = path.partition(".")
-        if head == "facts" and rest:
-            _add(root, facts, rest.split("."), base)
+        steps = parse_path(path).steps()
+        if steps[0] == ("facts", False) and len(steps) > 1:
+            _add(root, facts, steps[1:], base)
     out = []
     for area in sorted(set(root.fields) | areas):
         node = root.fields.get(area) or _Node()
