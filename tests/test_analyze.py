@@ -28,7 +28,7 @@ from auditor.evaluate import files
 from auditor.evaluate.core import EvalPlan, evaluate
 from auditor.history.feed import Feed
 from auditor.models import HostResult, HostSpec
-from auditor.options import AnalyzeOptions, CompareOptions, JudgeOptions, RenderOptions
+from auditor.options import AnalyzeOptions, CompareOptions, HistoryOptions, JudgeOptions, RenderOptions
 from auditor.reportdoc import facts_summary, report_to_dict, validate_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,7 +76,8 @@ def _options(dirs: list[Path], tmp: Path, jobs: int, **compare: Any) -> AnalyzeO
     waivers = tmp / "waivers.yaml"
     waivers.write_text(WAIVERS)
     return AnalyzeOptions(dirs=tuple(map(str, dirs)), jobs=jobs, judge=JudgeOptions(waivers=(str(waivers),)),
-                          compare=CompareOptions(**compare), render=RenderOptions(formats="json", out=str(tmp / "out")))
+                          compare=CompareOptions(**compare), render=RenderOptions(formats="json", out=str(tmp / "out")),
+                          history=HistoryOptions(no_store=True))  # compared with a store-less evaluation
 
 
 def _analyzed(opts: AnalyzeOptions) -> dict[str, Any]:
