@@ -15,6 +15,7 @@ import argparse
 import io
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -109,6 +110,7 @@ def main() -> int:
         slope = "" if first is None else f"{(float(peak) - first[1]) / (n - first[0]) * 1000:.0f}"
         first = first or (n, float(peak))
         print(f"| {n} | {code} | {wall} | {float(peak):.0f} | {slope} |", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
