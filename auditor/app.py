@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from . import workers
@@ -74,7 +74,7 @@ def collect_ssm(
     return results
 
 
-def collect_hosts(
+def iter_hosts(
     specs: list[HostSpec],
     parallel: int = DEFAULT_PARALLEL,
     binaries: Iterable[str] = DEFAULT_BINARIES,
@@ -83,12 +83,12 @@ def collect_hosts(
     notes: list[str] | None = None,
     exec_versions: bool = False,
     deep_cpu: bool = False,
-) -> list[HostResult]:
-    """Collect many hosts with at most `parallel` at once; results keep the input order.
+) -> Iterator[tuple[int, HostResult]]:
+    """Collect many hosts with at most `parallel` at once: (index in `specs`, result) as each host completes,
+    its error redacted (redact_errors), so a caller can consume each snapshot and drop it.
 
     `notes` receives run-wide remarks (e.g. instances a tag-targeted SSM command also ran on)."""
     binaries = validate_binaries(list(binaries))
-    results: list[HostResult | None] = [None] * len(specs)
     done = 0
     ssm = [i for i, spec in enumerate(specs) if batched(spec.target)]  # the registry says which
     ssm_set = set(ssm)
@@ -106,13 +106,21 @@ def collect_hosts(
     # Daemon workers (workers.py): a SIGTERM ends the scan within 2 s whatever a worker is doing.
     tasks: list[Callable[[], list[tuple[int, HostResult]]]] = [ssm_batch] if ssm else []  # first: it starts at once
     tasks += [functools.partial(one, i) for i in rest]
-    finished = workers.run(tasks, max(1, min(parallel, len(rest) or 1)) + bool(ssm))
-    for batch in finished:
+    for batch in workers.run(tasks, max(1, min(parallel, len(rest) or 1)) + bool(ssm)):
         for index, result in batch:
-            results[index] = result
+            redact_errors([result])
             done += 1
             if progress:
                 progress(result, done, len(specs))
+            yield index, result
+
+
+def collect_hosts(specs: list[HostSpec], *args: Any, **kwargs: Any) -> list[HostResult]:
+    """Every host's result (iter_hosts, the same arguments), in the input order: for callers that keep
+    every snapshot (`collect -o`, tests)."""
+    results: list[HostResult | None] = [None] * len(specs)
+    for index, result in iter_hosts(specs, *args, **kwargs):
+        results[index] = result
     return [r for r in results if r is not None]
 
 

@@ -135,3 +135,4 @@ class AnalyzeOptions:
     judge: JudgeOptions = field(default_factory=JudgeOptions)
     compare: CompareOptions = field(default_factory=CompareOptions)
     render: RenderOptions = field(default_factory=RenderOptions)
+    history: HistoryOptions = field(default_factory=HistoryOptions)

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from auditor.history import charts, query, record  # noqa: E402
 from auditor.history.db import open_store  # noqa: E402
+from auditor.history.feed import pending_of  # noqa: E402
 from auditor.render import history_html  # noqa: E402
 
 SNAPS = ROOT / "tests" / "data" / "snapshots"
@@ -147,7 +148,7 @@ def main() -> None:
         build_s += time.perf_counter() - t0
         t1 = time.perf_counter()
         scan_id = record.begin_scan(conn, at)
-        record.record_scan(conn, scan_id, doc, snaps, at)
+        record.record_scan(conn, scan_id, doc, pending_of(snaps), at)
         write_s.append(time.perf_counter() - t1)
         if (n + 1) % 10 == 0:
             print(f"  scan {n + 1}/{args.scans}: last write {write_s[-1]:.2f} s", flush=True)

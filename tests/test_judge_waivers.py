@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from auditor.compare.stage import ComparePlan
 from auditor.errors import InputError
+from auditor.evaluate.core import EvalPlan, evaluate
 from auditor.judge.rules import load_rules
-from auditor.judge.stage import JudgePlan, apply
+from auditor.judge.stage import JudgePlan
 from auditor.judge.waivers import load_waivers
 from auditor.models import HostResult, HostSpec, Report
 from tests.test_rules_builtin import recorded
@@ -24,10 +26,8 @@ def judged(tmp_path: Path, waivers_yaml: str) -> Report:
     ruleset = load_rules()
     plan = JudgePlan(ruleset, load_waivers(str(path), ruleset.ids()), TODAY)
     snaps = [recorded("fleet-a1"), recorded("fleet-b1")]
-    report = Report(hosts=[HostResult(HostSpec(s["name"], s["target"]), "ok", None, s) for s in snaps],
-                    generated_at="2026-06-01T00:00:00Z")
-    apply(plan, report, snaps)
-    return report
+    hosts = [HostResult(HostSpec(s["name"], s["target"]), "ok", None, s) for s in snaps]
+    return evaluate(EvalPlan(plan, ComparePlan(), fail_on=None), hosts, "2026-06-01T00:00:00Z")
 
 
 def crashloop(report: Report) -> list:
