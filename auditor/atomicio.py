@@ -76,18 +76,69 @@ def _backup(path: Path) -> str | None:
     return backup
 
 
+class StagedFiles:
+    """A set of files written one by one as they arrive and replaced as a whole by `commit` (all or none),
+    so a caller streaming results (`collect -o`: a snapshot per host as it completes) never holds the set
+    in memory. The first write that fails is remembered and `commit` raises OutputError for it; used as a
+    context manager, whatever is still staged on exit (an error, Ctrl-C) is removed."""
+
+    def __init__(self, mode: int | None = None) -> None:
+        self.mode = mode
+        self.temps: list[tuple[Path, str]] = []
+        self.failed: tuple[Path, OSError] | None = None
+
+    def __enter__(self) -> StagedFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.discard()
+
+    def add(self, path: Path, text: str | bytes) -> None:
+        """Stage one file (a temporary beside `path`); after a failure nothing more is staged."""
+        if self.failed is not None:
+            return
+        try:
+            self.temps.append((path, _write_temp(path, text, self.mode)))
+        except OSError as exc:
+            self.failed = (path, exc)
+            self.discard()
+
+    def discard(self) -> None:
+        """Remove every staged temporary file; the previous files stay as they were."""
+        _remove([tmp for _, tmp in self.temps])
+        self.temps = []
+
+    def commit(self) -> None:
+        """Replace every staged file, or none: OutputError (naming the file and the reason) if any fails."""
+        if self.failed is not None:
+            path, exc = self.failed
+            raise _not_saved(path, exc) from exc
+        temps, self.temps = self.temps, []
+        _replace_all(temps)
+
+
 def write_files(files: Sequence[tuple[Path, str | bytes]], mode: int | None = None) -> None:
     """Replace every file of the set, or none: OutputError (naming the file and the reason) if any fails.
 
     Each file is still replaced by one rename, so a reader (node_exporter's textfile collector) never sees
     it missing or half written."""
-    temps: list[tuple[Path, str]] = []
+    with StagedFiles(mode) as staged:
+        for path, text in files:
+            staged.add(path, text)
+        staged.commit()
+
+
+def _not_saved(path: Path, exc: OSError) -> OutputError:
+    return OutputError(f"incomplete: results not saved: cannot write {path}: {_why(exc)} "
+                       "(the previous files are unchanged)")
+
+
+def _replace_all(temps: list[tuple[Path, str]]) -> None:
+    """Rename each staged temporary over its file; on any failure put the previous set back."""
     backups: dict[Path, str | None] = {}
     renamed: list[Path] = []
-    current = files[0][0] if files else Path(".")
+    current = temps[0][0] if temps else Path(".")
     try:
-        for current, text in files:
-            temps.append((current, _write_temp(current, text, mode)))
         for current, _ in temps:
             backups[current] = _backup(current)
         for current, tmp in temps:
@@ -102,10 +153,10 @@ def write_files(files: Sequence[tuple[Path, str | bytes]], mode: int | None = No
                     backups[path] = None
                 else:
                     os.unlink(path)
-        _remove([tmp for _, tmp in temps] + [b for p, b in backups.items() if b and p not in renamed])
+        _remove([tmp for path, tmp in temps if path not in renamed]
+                + [b for p, b in backups.items() if b and p not in renamed])
         if isinstance(exc, OSError):
-            raise OutputError(f"incomplete: results not saved: cannot write {current}: {_why(exc)} "
-                              "(the previous files are unchanged)") from exc
+            raise _not_saved(current, exc) from exc
         raise
     _remove([b for b in backups.values() if b])
 

@@ -1,5 +1,6 @@
-"""`ami-auditor collect`: one snapshot JSON per host, written as one set once every host is done (a full or
-read-only disk: exit 3 and the previous snapshots of those names unchanged)."""
+"""`ami-auditor collect`: one snapshot JSON per host. Each snapshot is staged beside its file as its host
+completes and then dropped (memory does not grow with the fleet); the set replaces the previous snapshots
+of those names once every host is done, as a whole or not at all (a full or read-only disk: exit 3)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from .. import exitcodes
-from ..atomicio import check_writable_dir, write_files
+from ..atomicio import StagedFiles, check_writable_dir
 from ..context import Env
 from ..render.terminal import one_line, progress_printer
 from .checks import unique_stems
@@ -23,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
-    from ..app import collect_hosts, redact_errors  # here, not at start-up: `--help` stays light
+    from ..app import iter_hosts  # here, not at start-up: `--help` stays light
     from ..targets.resolve import resolve_specs
 
     opts = target_options(args)
@@ -36,17 +37,23 @@ def run(args: argparse.Namespace, env: Env) -> int:
         if stems[spec.name] != file_stem(spec.name):
             env.err(f"note: {spec.name!r} is written as {stems[spec.name]}.json "
                     f"(another host's name also sanitises to {file_stem(spec.name)}.json)")
-    results = collect_hosts(specs, parallel=opts.parallel, binaries=opts.binaries, deadline_s=opts.deadline_s,
-                            progress=progress_printer(env), notes=notes, exec_versions=opts.exec_versions,
-                            deep_cpu=opts.deep_cpu)
-    results = redact_errors(results)
-    for note in notes:
-        env.err(f"note: {note}")
     from ..render.json_renderer import render_bytes
 
-    write_files([(out / f"{stems[r.name]}.json", render_bytes(r.snapshot)) for r in results if r.snapshot is not None])
-    for result in results:
-        env.out(one_line(result))
-    reached = sum(r.status == "ok" for r in results)
-    env.out(f"{reached}/{len(results)} hosts collected; snapshots in {out}/")
-    return exitcodes.combine(False, not all(r.complete for r in results))
+    lines: list[str] = [""] * len(specs)  # per host only its status line survives its snapshot
+    reached = complete = 0
+    with StagedFiles() as staged:
+        for index, result in iter_hosts(specs, parallel=opts.parallel, binaries=opts.binaries,
+                                        deadline_s=opts.deadline_s, progress=progress_printer(env), notes=notes,
+                                        exec_versions=opts.exec_versions, deep_cpu=opts.deep_cpu):
+            if result.snapshot is not None:
+                staged.add(out / f"{stems[result.name]}.json", render_bytes(result.snapshot))
+            lines[index] = one_line(result)
+            reached += result.status == "ok"
+            complete += result.complete
+        for note in notes:
+            env.err(f"note: {note}")
+        staged.commit()
+    for line in lines:
+        env.out(line)
+    env.out(f"{reached}/{len(specs)} hosts collected; snapshots in {out}/")
+    return exitcodes.combine(False, complete < len(specs))
