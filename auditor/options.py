@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .aws.ssm import DOCUMENT_NAME
 from .collect.probe import DEFAULT_BINARIES
-from .transport.ssm_document import DOCUMENT_NAME
 
 if TYPE_CHECKING:
     from .targets.ec2 import Ec2Filter

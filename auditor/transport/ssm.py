@@ -20,43 +20,36 @@ import math
 import random
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..aws.api import THROTTLING, error_for_aws
+from ..aws.api import clients as aws_clients
+from ..aws.api import error_code as _aws_error
+from ..aws.ssm import (
+    MAX_IDS_PER_COMMAND,
+    MAX_TARGET_KEYS,
+    MAX_TARGET_VALUES,
+    RUN_SHELL_SCRIPT,
+    SSMSettings,
+    chunks,
+    ping_statuses,
+    rate_count,
+)
 from ..collect.framing import new_nonce, nonce_of
 from ..collect.probe import DEEP_CPU_FLAG, EXEC_VERSIONS_FLAG, split_probe_args
 from ..errors import AuthFailed, ProbeTimeout, TransportError, Unreachable
 from ..models import CommandResult, HostSpec
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
-from .ssm_document import DOCUMENT_NAME, decode_output, document_probe_sha256, probe_sha256, wrapper_script
+from .ssm_document import decode_output, document_probe_sha256, probe_sha256, wrapper_script
 
-MAX_IDS_PER_COMMAND = 50  # SendCommand's documented limit; botocore does not enforce it
-MAX_TARGET_KEYS = 5  # SendCommand Targets: ≤ 5 keys, ≤ 50 values each (botocore checks neither)
-MAX_TARGET_VALUES = 50
 MAX_DELIVERY_TIMEOUT_S = 2_592_000
 MIN_DELIVERY_TIMEOUT_S = 30  # SendCommand TimeoutSeconds minimum
-RUN_SHELL_SCRIPT = "AWS-RunShellScript"
 MAX_S3_OUTPUT_BYTES = 32 * 1024 * 1024  # bytes of an S3 output object read at most (the rest is never fetched)
 Outcome = CommandResult | TransportError
-
-
-@dataclass(frozen=True)
-class SSMSettings:
-    """How to reach instances through SSM. `document=None` means AWS-RunShellScript (explicit opt-in)."""
-
-    region: str | None = None
-    profile: str | None = None
-    document: str | None = DOCUMENT_NAME
-    s3_bucket: str | None = None
-    s3_prefix: str = "ami-auditor"
-    poll_interval_s: float = 1.0  # first poll; grows ×1.5 up to 5× this, each jittered ±30 %
-    # tag targets (("tag:KEY", (values…)), …): one SendCommand with Targets; () = InstanceIds batches
-    targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    max_concurrency: str = "50"  # Targets mode only: SSM's MaxConcurrency (N or N%)
-    max_errors: str = "10%"  # Targets mode only: SSM's MaxErrors (N or N%)
 
 
 def settings_of(spec: HostSpec) -> SSMSettings:
@@ -69,63 +62,6 @@ def settings_of(spec: HostSpec) -> SSMSettings:
 
 def instance_id_of(spec: HostSpec) -> str:
     return urlsplit(spec.target).netloc
-
-
-def aws_clients(region: str | None, profile: str | None, *names: str) -> list[Any]:
-    """Clients from one session: the normal credential chain, adaptive retries for throttling.
-
-    Endpoints follow botocore's standard `AWS_ENDPOINT_URL[_SSM|_S3|_EC2]` variables (tests use them).
-    """
-    import boto3
-    from botocore.config import Config
-    from botocore.exceptions import BotoCoreError, NoRegionError, ProfileNotFound
-
-    # Few attempts per call (worst backoff ~3 s): under persistent throttling 10 attempts took ~50 s per call
-    # and held a scan for minutes past its deadline. The poll loop retries every round until the deadline,
-    # and SendCommand is retried while the deadline allows (SSMBatch.throttled).
-    config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=10, read_timeout=30)
-    try:
-        session = boto3.Session(profile_name=profile, region_name=region)
-        return [session.client(name, config=config) for name in names]  # type: ignore[call-overload]
-    except ProfileNotFound as exc:
-        raise AuthFailed(f"AWS profile not found: {exc}") from None
-    except NoRegionError:
-        raise TransportError("no AWS region: give --region, ssm://i-…?region=…, or set AWS_REGION") from None
-    except BotoCoreError as exc:
-        raise TransportError(f"AWS client: {exc}") from None
-
-
-def rate_count(value: str, total: int, at_least: int = 0) -> int:
-    """An SSM rate control (`10` or `10%`) as a count of `total` targets."""
-    if value.endswith("%"):
-        return max(at_least, total * int(value[:-1]) // 100)
-    return max(at_least, int(value))
-
-
-def chunks(items: list[str], size: int = MAX_IDS_PER_COMMAND) -> Iterator[list[str]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
-def _aws_error(exc: Exception) -> tuple[str, str]:
-    """(code, message) of a botocore ClientError, or the exception's type and text."""
-    response = getattr(exc, "response", None) or {}
-    err = response.get("Error") or {}
-    return str(err.get("Code") or type(exc).__name__), str(err.get("Message") or exc)
-
-
-def error_for_aws(exc: Exception, what: str) -> TransportError:
-    """A TransportError of the right status for an AWS API failure."""
-    from botocore.exceptions import NoCredentialsError
-
-    code, message = _aws_error(exc)
-    text = f"{what}: {code}: {message}"
-    if isinstance(exc, NoCredentialsError) or code in ("AccessDeniedException", "UnrecognizedClientException",
-                                                      "InvalidClientTokenId", "ExpiredTokenException"):
-        return AuthFailed(text)
-    if code in ("InvalidInstanceId", "EndpointConnectionError") or "Could not connect" in message:
-        return Unreachable(text)
-    return TransportError(text)
 
 
 _ELAPSED = re.compile(r"^PT(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?$")
@@ -145,7 +81,6 @@ def _norm(text: str | None) -> str:
 
 
 TERMINAL = {"success", "cancelled", "timedout", "failed"}
-THROTTLING = ("ThrottlingException", "Throttling", "RequestLimitExceeded", "TooManyRequestsException")
 
 
 def status_error(inv: dict[str, Any]) -> TransportError | None:
@@ -163,30 +98,6 @@ def status_error(inv: dict[str, Any]) -> TransportError | None:
     if code == -1 and d not in ("terminated", "cancelled", "canceled"):
         return Unreachable(text + " — the command never ran")
     return TransportError(text)
-
-
-def ping_statuses(ssm: Any, instance_ids: list[str]) -> dict[str, str]:
-    """PingStatus (Online, ConnectionLost, Inactive) per managed instance; unmanaged ids are absent.
-
-    DescribeInstanceInformation with an InstanceIds filter of ≤ 50 ids per call.
-    """
-    found: dict[str, str] = {}
-    for batch in chunks(instance_ids):
-        token = None
-        while True:
-            kwargs: dict[str, Any] = {"Filters": [{"Key": "InstanceIds", "Values": batch}], "MaxResults": 50}
-            if token:
-                kwargs["NextToken"] = token
-            try:
-                page = ssm.describe_instance_information(**kwargs)
-            except Exception as exc:  # noqa: BLE001
-                raise error_for_aws(exc, "DescribeInstanceInformation") from None
-            for info in page.get("InstanceInformationList", []):
-                found[info["InstanceId"]] = info.get("PingStatus") or "Unknown"
-            token = page.get("NextToken")
-            if not token:
-                break
-    return found
 
 
 @dataclass

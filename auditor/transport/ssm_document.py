@@ -33,11 +33,11 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..aws.ssm import DOCUMENT_NAME as DOCUMENT_NAME  # re-exported: the document is named once
 from ..collect.framing import NONCE_RE
 from ..collect.probe import CLEAN_PATH, DEEP_CPU_FLAG, EXEC_VERSIONS_FLAG, NAME
 from .base import DEFAULT_MAX_OUTPUT
 
-DOCUMENT_NAME = "AmiAuditor-Probe"
 STEP_NAME = "probe"
 HEADER = "AMI-AUDITOR-SSM/1"
 FOOTER = "AMI-AUDITOR-SSM/1 end"
