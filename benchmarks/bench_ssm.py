@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditor.app import collect_hosts  # noqa: E402
+from auditor.aws.ssm import SSMSettings, rate_count  # noqa: E402
 from auditor.collect.probe import DEFAULT_BINARIES, probe_script  # noqa: E402
 from auditor.models import HostSpec  # noqa: E402
-from auditor.transport.ssm import SSMSettings, rate_count  # noqa: E402
 from auditor.transport.ssm_document import DOCUMENT_NAME, document_json, wrapper_script  # noqa: E402
 from tests.ssm_endpoint import AwsStandIns, canned_runner  # noqa: E402
 

@@ -8,6 +8,7 @@ from importlib import resources
 
 from ..errors import InputError
 from ..models import ProbeRequest
+from ..probeargs import CLEAN_PATH, DEEP_CPU_FLAG, EXEC_VERSIONS_FLAG, NAME, PROBE_FLAGS, SEGMENT  # noqa: F401
 from .framing import new_nonce, with_nonce
 
 DEFAULT_BINARIES: tuple[str, ...] = (
@@ -19,15 +20,8 @@ DEFAULT_BINARIES: tuple[str, ...] = (
     "nvidia-smi",
 )
 
-# One path segment: shell-inert characters, never `.` or `..` (`...` or `.hidden` are ordinary names).
-SEGMENT = r"(?:[A-Za-z0-9_+-][A-Za-z0-9._+-]*|\.[A-Za-z0-9_+-][A-Za-z0-9._+-]*|\.\.[A-Za-z0-9._+-]+)"
-NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
-CLEAN_PATH = rf"(?:/{SEGMENT})+"  # absolute, no `//`, no trailing `/`, no `.`/`..` segments
 _NAME = re.compile(rf"^{NAME}$")
 _PATH = re.compile(rf"^{CLEAN_PATH}$")
-EXEC_VERSIONS_FLAG = "--exec-versions"
-DEEP_CPU_FLAG = "--deep-cpu"  # `--deep cpu`: perf kernel stacks of the hottest core (probe's cpu_stack section)
-PROBE_FLAGS = (EXEC_VERSIONS_FLAG, DEEP_CPU_FLAG)
 
 
 @lru_cache(maxsize=1)
