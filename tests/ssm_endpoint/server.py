@@ -208,6 +208,7 @@ class SSMEndpoint:
     visibility_lag_s: float = 0.3  # InvocationDoesNotExist window after SendCommand
     not_yet_gets: int = 0  # extra InvocationDoesNotExist answers per invocation (eventual consistency)
     workers: int = 8
+    s3_direct: bool = False  # write outputs into the in-process moto server's S3 backend (benchmarks at scale)
     instances: dict[str, Instance] = field(default_factory=dict)
     documents: dict[str, list[str]] = field(default_factory=dict)  # name -> versions' content
     default_version: dict[str, int] = field(default_factory=dict)
@@ -570,7 +571,13 @@ class SSMEndpoint:
         if bucket and self.s3 is not None and inst.s3_write:
             key = "/".join(p for p in (prefix.strip("/"), inv.command_id, inv.instance_id, "awsrunShellScript",
                                        step, "stdout") if p)
-            self.s3.put_object(Bucket=bucket, Key=key, Body=out.encode())
+            if self.s3_direct:  # the same moto S3, through its backend: no client-side HTTP cost per output
+                from moto.core import DEFAULT_ACCOUNT_ID
+                from moto.s3.models import s3_backends
+
+                s3_backends[DEFAULT_ACCOUNT_ID]["global"].put_object(bucket, key, out.encode())
+            else:
+                self.s3.put_object(Bucket=bucket, Key=key, Body=out.encode())
             inv.stdout_url = f"https://s3.{self.region}.amazonaws.com/{bucket}/{key}"
         self._finish(inv, "Success" if code == 0 else "Failed", "Success" if code == 0 else "Failed", code,
                      out[:STDOUT_CAP], err[:STDERR_CAP])
