@@ -163,3 +163,13 @@ def test_every_spec_gets_one_outcome_even_when_the_document_check_fails(aws: Aws
     out = list(run_ssm_batch(specs(ids + ids[:1], settings), probe_request(DEFAULT_BINARIES), deadline_s=10))
     assert sorted(i for i, _ in out) == [0, 1, 2, 3]
     assert all(isinstance(o, TransportError) and "install-document" in str(o) for _, o in out)
+
+
+def test_an_unlistable_output_bucket_falls_back_to_ssm_with_a_note(aws: AwsStandIns, replay: Replay) -> None:
+    ids = fleet(aws, replay, range(951, 956))
+    settings = SSMSettings(poll_interval_s=0.2, s3_bucket="no-such-bucket", s3_prefix="x")
+    notes: list[str] = []
+    out = dict(run_ssm_batch(specs(ids, settings), probe_request(DEFAULT_BINARIES), deadline_s=20, notes=notes))
+    assert all(isinstance(o, CommandResult) and not o.truncated for o in out.values()), out
+    assert any("could not be listed in S3" in n and "NoSuchBucket" in n for n in notes), notes
+    assert aws.endpoint.calls["GetCommandInvocation"] == len(ids)  # the price, named in the note

@@ -72,6 +72,7 @@ class Poller:
         self.poll_error = ""
         self.notes: list[str] = []
         self.last: dict[str, str] = {}  # instance id → its last listed Status/StatusDetails
+        self.s3_listing = True  # False once the output prefix proved unlistable: invocation pages instead
 
     def poll(self, pending: dict[str, Sent]) -> Iterator[tuple[str, Outcome]]:
         interval = self.settings.poll_interval_s
@@ -81,7 +82,7 @@ class Poller:
                 interval = min(interval * 1.5, self.settings.poll_interval_s * 5)
                 for command_id in list(pending):
                     sent = pending[command_id]
-                    step = self.s3_round if self.reading.s3_bucket else self.api_round
+                    step = self.s3_round if self.reading.s3_bucket and self.s3_listing else self.api_round
                     yield from self.taken(sent, step(sent, pool))
                     if sent.ids and time.monotonic() > sent.deadline:
                         yield from self.taken(sent, self.give_up(sent))
@@ -173,8 +174,11 @@ class Poller:
     def outputs(self, sent: Sent) -> dict[str, OutputObject] | None:
         try:
             objects = list_outputs(self.s3, self.reading.s3_bucket or "", self.settings.s3_prefix, sent.command_id)
-        except TransportError as exc:
-            self.poll_error = str(exc)
+        except TransportError as exc:  # no s3:ListBucket, no such bucket…: follow the invocation pages instead
+            self.poll_error, self.s3_listing = str(exc), False
+            self.notes.append(f"SSM outputs could not be listed in S3 ({exc}); read from SSM instead (24,000 "
+                              "characters each, one call per instance): allow s3:ListBucket on the output prefix "
+                              "(docs/iam-policy.json)")
             return None
         if sent.targeted:
             sent.extra.update(iid for iid in objects if iid not in sent.known)

@@ -571,16 +571,22 @@ class SSMEndpoint:
         if bucket and self.s3 is not None and inst.s3_write:
             key = "/".join(p for p in (prefix.strip("/"), inv.command_id, inv.instance_id, "awsrunShellScript",
                                        step, "stdout") if p)
-            if self.s3_direct:  # the same moto S3, through its backend: no client-side HTTP cost per output
-                from moto.core import DEFAULT_ACCOUNT_ID
-                from moto.s3.models import s3_backends
-
-                s3_backends[DEFAULT_ACCOUNT_ID]["global"].put_object(bucket, key, out.encode())
-            else:
-                self.s3.put_object(Bucket=bucket, Key=key, Body=out.encode())
-            inv.stdout_url = f"https://s3.{self.region}.amazonaws.com/{bucket}/{key}"
+            try:
+                self._upload(bucket, key, out)
+                inv.stdout_url = f"https://s3.{self.region}.amazonaws.com/{bucket}/{key}"
+            except Exception:  # noqa: BLE001 - as the agent: a failed upload leaves the output inline only
+                pass
         self._finish(inv, "Success" if code == 0 else "Failed", "Success" if code == 0 else "Failed", code,
                      out[:STDOUT_CAP], err[:STDERR_CAP])
+
+    def _upload(self, bucket: str, key: str, out: str) -> None:
+        if self.s3_direct:  # the same moto S3, through its backend: no client-side HTTP cost per output
+            from moto.core import DEFAULT_ACCOUNT_ID
+            from moto.s3.models import s3_backends
+
+            s3_backends[DEFAULT_ACCOUNT_ID]["global"].put_object(bucket, key, out.encode())
+        else:
+            self.s3.put_object(Bucket=bucket, Key=key, Body=out.encode())
 
     def _visible(self, command_id: str, instance_id: str) -> Invocation:
         inv = self.invocations.get((command_id, instance_id))
