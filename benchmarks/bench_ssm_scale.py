@@ -99,16 +99,21 @@ def setup(aws: object, n: int) -> None:
                             DocumentType="Command", DocumentFormat="JSON")
     aws.s3.create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
     image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]  # type: ignore[attr-defined]
+    import boto3
+    from botocore.config import Config
+
+    ec2 = boto3.client("ec2", region_name="us-east-1", config=Config(read_timeout=900, retries={"max_attempts": 1}))
     made = 0
     while made < n:
         az, az_id = AZS[(made // 1000) % len(AZS)]
-        count = min(1000, n - made)
-        reply = aws.ec2.run_instances(  # type: ignore[attr-defined]
+        count = min(250, n - made)
+        reply = ec2.run_instances(
             ImageId=image, MinCount=count, MaxCount=count, InstanceType="m6i.large", Placement={"AvailabilityZone": az},
             TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "fleet", "Value": "bench"}]}])
         for inst in reply["Instances"]:
             iid = inst["InstanceId"]
-            aws.endpoint.add_instance(iid, replay.runner(Identity(iid, image, "m6i.large", az, az_id)))  # type: ignore[attr-defined]
+            aws.endpoint.add_instance(iid, replay.runner(Identity(iid, image, "m6i.large", az, az_id)),  # type: ignore[attr-defined]
+                                      tags={"fleet": "bench"})  # SSM resolves Targets from its registry
         made += count
 
 

@@ -69,7 +69,9 @@ class Discovery:
     ssh_address: str = "private"  # private | public
     ssh: SSHOptions = SSHOptions()
     ssm: SSMSettings = SSMSettings()
-    page_size: int | None = None  # DescribeInstances MaxResults (5-1000); None: the service default
+    # DescribeInstances MaxResults (5-1000): pages of 1,000, so a 100,000-instance account is 100 bounded
+    # responses, never one the size of the fleet
+    page_size: int | None = 1000
 
 
 def server_filters(filters: tuple[Ec2Filter, ...]) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from ..aws.ssm import SSMSettings
 from ..errors import ProbeTimeout, TransportError, Unreachable
 from ..models import CommandResult
 from .ssm_output import TERMINAL, Outcome, Reading, complete, elapsed_s, from_row, norm, outcome, result_of, terminal
-from .ssm_s3 import OutputObject, bounded_map, list_outputs, read_object
+from .ssm_s3 import OutputObject, bounded_map, key_of_url, list_outputs, read_object
 
 S3_MISSING = ("\n[ami-auditor] S3 output object missing: SSM did not write this instance's stdout under "
               "s3://{bucket}/{prefix} (the instance role may lack s3:PutObject); read SSM's first 24,000 characters")
@@ -229,9 +229,13 @@ class Poller:
                     yield iid, result
 
     def settled(self, sent: Sent, iid: str, inv: dict[str, Any], obj: OutputObject | None) -> Outcome | None:
-        if obj is not None:
+        """A finished instance without a whole output: its S3 object (listed, or where SSM says it wrote
+        it) read with its status; unreadable or never written → SSM's own 24,000 characters, saying why."""
+        bucket = self.reading.s3_bucket or ""
+        key = obj.key if obj is not None else key_of_url(inv.get("StandardOutputUrl") or "", bucket)
+        if key:
             try:
-                text, capped = read_object(self.s3, self.reading.s3_bucket or "", obj.key, self.reading.s3_limit)
+                text, capped = read_object(self.s3, bucket, key, self.reading.s3_limit)
                 return outcome(inv, self.reading, text, capped)
             except Exception as exc:  # noqa: BLE001 - fall back to SSM's own copy, say why
                 note = "\n[ami-auditor] S3 output unreadable: {}: {}".format(*error_code(exc))
@@ -240,7 +244,7 @@ class Poller:
         if not ran:
             return outcome(inv, self.reading)
         where = f"{self.settings.s3_prefix.strip('/')}/{sent.command_id}/{iid}/".lstrip("/")
-        return self.fetch(sent.command_id, iid, S3_MISSING.format(bucket=self.reading.s3_bucket, prefix=where))
+        return self.fetch(sent.command_id, iid, S3_MISSING.format(bucket=bucket, prefix=where))
 
     # -- the command as a whole ---------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
 
 from ..aws.api import pages
 
@@ -49,6 +50,14 @@ def list_outputs(s3: Any, bucket: str, prefix: str, command_id: str) -> dict[str
                 found.setdefault(instance_id, OutputObject(instance_id, key, int(obj.get("Size") or 0),
                                                            obj.get("LastModified")))
     return found
+
+
+def key_of_url(url: str, bucket: str) -> str:
+    """The object key of an invocation's `StandardOutputUrl` (path-style or virtual-hosted)."""
+    parts = urlsplit(url)
+    path = unquote(parts.path.lstrip("/"))
+    in_path = path.startswith(bucket + "/") and not parts.netloc.startswith(bucket + ".")
+    return path[len(bucket) + 1:] if in_path else path
 
 
 def read_object(s3: Any, bucket: str, key: str, limit: int) -> tuple[str, bool]:
