@@ -39,20 +39,24 @@ def main() -> int:
     ap.add_argument("--instances", default="1000,10000", help="comma-separated fleet sizes")
     ap.add_argument("--children", default="layer,scan", help="layer, scan or both (comma-separated)")
     ap.add_argument("--poll", type=float, default=2.0, help="--ssm-poll-interval (first poll, s)")
+    ap.add_argument("--no-ec2", action="store_true",
+                    help="layer only: instances only in the SSM endpoint, specs built here instead of EC2 discovery "
+                         "(moto's DescribeInstances renders ~20 ms per instance on a loaded VM)")
     ap.add_argument("--child-layer", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--prefix", default="layer", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child_layer:
-        return layer(args.prefix, args.poll)
+        return layer(args.prefix, args.poll, args.instances if args.no_ec2 else "")
     rows = []
     for n in (int(x) for x in args.instances.split(",")):
-        rows.extend(measure(n, args.children.split(","), args.poll))
+        rows.extend(measure(n, args.children.split(","), args.poll, not args.no_ec2))
     report(rows)
     return 0
 
 
-def layer(prefix: str, poll: float) -> int:
-    """The child: discovery + run_ssm_batch, each snapshot built and dropped as it arrives."""
+def layer(prefix: str, poll: float, ids_file: str = "") -> int:
+    """The child: discovery (or the instance ids in `ids_file`) + run_ssm_batch, each snapshot built and
+    dropped as it arrives."""
     from auditor.collect.probe import DEFAULT_BINARIES, probe_request
     from auditor.collect.snapshot import build_snapshot
     from auditor.models import CommandResult
@@ -64,7 +68,16 @@ def layer(prefix: str, poll: float) -> int:
     aws = AwsOptions(ec2=(parse_filter(TAG),), region="us-east-1", ssm_s3_bucket=BUCKET, ssm_s3_prefix=prefix,
                      ssm_poll_interval=poll, ssm_targets=True, ssm_max_concurrency="100%", ssm_max_errors="100%")
     t0 = time.perf_counter()
-    specs = discovered_hosts(aws)
+    if ids_file:
+        from auditor.aws.ssm import SSMSettings
+        from auditor.models import HostSpec
+
+        settings = SSMSettings(region="us-east-1", s3_bucket=BUCKET, s3_prefix=prefix, poll_interval_s=poll,
+                               targets=(("tag:fleet", ("bench",)),), max_concurrency="100%", max_errors="100%")
+        specs = [HostSpec(iid, f"ssm://{iid}", {"instance_id": iid}, options={"ssm": settings, "ssm_ping": "Online"})
+                 for iid in Path(ids_file).read_text().split()]
+    else:
+        specs = discovered_hosts(aws)
     after_discovery, discovered_s, first_s = vm_hwm(), time.perf_counter() - t0, 0.0
     ok = errors = 0
     for index, outcome in run_ssm_batch(specs, probe_request(DEFAULT_BINARIES), deadline_s=900):
@@ -87,8 +100,9 @@ def vm_hwm() -> int:
         return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
 
 
-def setup(aws: object, n: int) -> None:
-    """n instances in moto's EC2 (tagged, over three AZs) and in the endpoint's registry, replaying."""
+def setup(aws: object, n: int, ec2_too: bool = True) -> list[str]:
+    """n instances in moto's EC2 (tagged, over three AZs; or not: `ec2_too`) and in the endpoint's registry,
+    replaying; their ids."""
     from auditor.collect.probe import DEFAULT_BINARIES, probe_script
     from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
     from tests.ssm_endpoint.recorded import recorded_document_output
@@ -99,6 +113,13 @@ def setup(aws: object, n: int) -> None:
                             DocumentType="Command", DocumentFormat="JSON")
     aws.s3.create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
     image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]  # type: ignore[attr-defined]
+    if not ec2_too:
+        ids = [f"i-{k:017x}" for k in range(1, n + 1)]
+        for k, iid in enumerate(ids):
+            az, az_id = AZS[k % len(AZS)]
+            aws.endpoint.add_instance(iid, replay.runner(Identity(iid, image, "m6i.large", az, az_id)),  # type: ignore[attr-defined]
+                                      tags={"fleet": "bench"})
+        return ids
     import boto3
     from botocore.config import Config
 
@@ -115,6 +136,7 @@ def setup(aws: object, n: int) -> None:
             aws.endpoint.add_instance(iid, replay.runner(Identity(iid, image, "m6i.large", az, az_id)),  # type: ignore[attr-defined]
                                       tags={"fleet": "bench"})  # SSM resolves Targets from its registry
         made += count
+    return [i for i in aws.endpoint.instances]  # type: ignore[attr-defined]
 
 
 # The child reports its own peak (VmHWM of its own address space, after exec): the rusage of a child
@@ -130,16 +152,18 @@ _PEAK = ("import atexit, sys\n"
 def child(argv: list[str], env: dict[str, str], code: str) -> tuple[float, int, int, str]:
     """Run `code` (argv after it) in a fresh interpreter; (wall s, its peak RSS bytes, exit code, stdout)."""
     t0 = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out, tempfile.NamedTemporaryFile("r") as peak:
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r") as peak:
         proc = subprocess.run([sys.executable, "-c", _PEAK + code, peak.name, *argv], env=env, stdout=out,
-                              stderr=subprocess.DEVNULL, cwd=ROOT, check=False)
+                              stderr=err, cwd=ROOT, check=False)
         out.seek(0)
-        text = out.read()
+        err.seek(0)
+        text = out.read() or f"(no result; exit {proc.returncode}; stderr ends: {err.read()[-600:]!r})"
         hwm_kib = int(peak.read() or 0)
     return time.perf_counter() - t0, hwm_kib * 1024, proc.returncode, text
 
 
-def measure(n: int, children: list[str], poll: float) -> list[dict]:
+def measure(n: int, children: list[str], poll: float, ec2_too: bool = True) -> list[dict]:
     import logging
 
     from tests.ssm_endpoint import AwsStandIns
@@ -149,7 +173,9 @@ def measure(n: int, children: list[str], poll: float) -> list[dict]:
     rows = []
     with AwsStandIns(visibility_lag_s=1.0, workers=32, s3_direct=True) as aws:
         t0 = time.perf_counter()
-        setup(aws, n)
+        ids = setup(aws, n, ec2_too)
+        ids_file = Path(tempfile.mkdtemp(prefix="bench-ssm-ids-")) / "ids"
+        ids_file.write_text("\n".join(ids))
         print(f"# {n} instances set up in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         for name in children:
@@ -160,6 +186,7 @@ def measure(n: int, children: list[str], poll: float) -> list[dict]:
                     "run_name='__main__')"
                 prefix = f"layer{n}"
                 argv = ["--child-layer", "--prefix", prefix, "--poll", str(poll)]
+                argv += [] if ec2_too else ["--no-ec2", "--instances", str(ids_file)]
             else:
                 outdir, prefix = tempfile.mkdtemp(prefix="bench-ssm-scale-"), f"scan{n}"
                 source = "import sys; from auditor.cli import main; sys.argv = ['ami-auditor'] + sys.argv[1:]; " \
