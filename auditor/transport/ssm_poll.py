@@ -54,6 +54,11 @@ class Sent:
     partial: set[str] = field(default_factory=set)  # S3 mode: read, not whole: settled with its status
 
 
+def polling_error(exc: Exception, what: str) -> TransportError:
+    """A failed poll, named by AWS's code and message (kept for the timeout's text; retried next round)."""
+    return TransportError("{}: {}".format(*error_code(exc)))
+
+
 def extra_note(command_id: str, extra: set[str]) -> str:
     shown = ", ".join(sorted(extra)[:10]) + (", …" if len(extra) > 10 else "")
     return (f"SSM command {command_id} also ran on {len(extra)} instance(s) EC2 discovery did not return "
@@ -104,7 +109,7 @@ class Poller:
     def api_round(self, sent: Sent, pool: Executor) -> Iterator[tuple[str, Outcome]]:
         listed: set[str] = set()
         try:
-            for page in pages(self.ssm, "list_command_invocations", "ListCommandInvocations", page_size=50,
+            for page in pages(self.ssm, "list_command_invocations", "ListCommandInvocations", 50, polling_error,
                               CommandId=sent.command_id, Details=True):
                 rows = page.get("CommandInvocations") or []
                 listed.update(row["InstanceId"] for row in rows)
@@ -208,7 +213,7 @@ class Poller:
         """The command is done: every instance still awaited gets its status from one listing with details."""
         rows: dict[str, dict[str, Any]] = {}
         try:
-            for page in pages(self.ssm, "list_command_invocations", "ListCommandInvocations", page_size=50,
+            for page in pages(self.ssm, "list_command_invocations", "ListCommandInvocations", 50, polling_error,
                               CommandId=sent.command_id, Details=True):
                 for row in page.get("CommandInvocations") or []:
                     self.last[row["InstanceId"]] = f"{row.get('Status')}/{row.get('StatusDetails')}"
