@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from . import workers
-from .collect.framing import new_nonce, with_nonce
-from .collect.probe import DEFAULT_BINARIES, probe_args, probe_request, probe_script, validate_binaries
+from .collect.probe import DEFAULT_BINARIES, probe_request, validate_binaries
 from .collect.snapshot import build_snapshot
 from .errors import TransportError
 from .models import HostResult, HostSpec
 from .options import DEFAULT_PARALLEL
 from .targets.inventory import redact_urls
-from .transport import open_transport
+from .transport import batched, open_transport
 from .transport.base import DEFAULT_DEADLINE_S
 
 ProgressFn = Callable[[HostResult, int, int], None]
@@ -30,17 +29,16 @@ def collect_host(
 ) -> HostResult:
     """Run the probe once on one host; every failure becomes the host's status, never an exception.
 
-    The probe gets a fresh framing nonce (collect/framing.py) as its script's first line."""
+    The probe request (collect.probe.probe_request) carries a fresh framing nonce (collect/framing.py)."""
     started = time.monotonic()
-    args = probe_args(validate_binaries(list(binaries)), exec_versions, deep_cpu)
-    nonce = new_nonce()
+    request = probe_request(tuple(binaries), exec_versions, deep_cpu)
     try:
         transport = open_transport(spec)
         try:
-            result = transport.run(with_nonce(probe_script(), nonce), args, deadline_s=deadline_s)
+            result = transport.run(request, deadline_s=deadline_s)
         finally:
             transport.close()
-        snapshot = build_snapshot(spec, result, result.nonce or nonce)
+        snapshot = build_snapshot(spec, result, result.nonce or request.nonce)
         return HostResult(spec, "ok", None, snapshot, time.monotonic() - started)
     except TransportError as exc:
         return HostResult(spec, exc.status, str(exc) or type(exc).__name__, None, time.monotonic() - started)
@@ -77,7 +75,7 @@ def collect_ssm(
     return [r or HostResult(s, "error", "no outcome", None, 0.0) for s, r in zip(specs, results)]
 
 
-def collect_hosts(
+def iter_hosts(
     specs: list[HostSpec],
     parallel: int = DEFAULT_PARALLEL,
     binaries: Iterable[str] = DEFAULT_BINARIES,
@@ -86,14 +84,14 @@ def collect_hosts(
     notes: list[str] | None = None,
     exec_versions: bool = False,
     deep_cpu: bool = False,
-) -> list[HostResult]:
-    """Collect many hosts with at most `parallel` at once; results keep the input order.
+) -> Iterator[tuple[int, HostResult]]:
+    """Collect many hosts with at most `parallel` at once: (index in `specs`, result) as each host completes,
+    its error redacted (redact_errors), so a caller can consume each snapshot and drop it.
 
     `notes` receives run-wide remarks (e.g. instances a tag-targeted SSM command also ran on)."""
     binaries = validate_binaries(list(binaries))
-    results: list[HostResult | None] = [None] * len(specs)
     done = 0
-    ssm = [i for i, spec in enumerate(specs) if spec.target.startswith("ssm://")]
+    ssm = [i for i, spec in enumerate(specs) if batched(spec.target)]  # the registry says which
     ssm_set = set(ssm)
     rest = [i for i in range(len(specs)) if i not in ssm_set]
 
@@ -109,13 +107,21 @@ def collect_hosts(
     # Daemon workers (workers.py): a SIGTERM ends the scan within 2 s whatever a worker is doing.
     tasks: list[Callable[[], list[tuple[int, HostResult]]]] = [ssm_batch] if ssm else []  # first: it starts at once
     tasks += [functools.partial(one, i) for i in rest]
-    finished = workers.run(tasks, max(1, min(parallel, len(rest) or 1)) + bool(ssm))
-    for batch in finished:
+    for batch in workers.run(tasks, max(1, min(parallel, len(rest) or 1)) + bool(ssm)):
         for index, result in batch:
-            results[index] = result
+            redact_errors([result])
             done += 1
             if progress:
                 progress(result, done, len(specs))
+            yield index, result
+
+
+def collect_hosts(specs: list[HostSpec], *args: Any, **kwargs: Any) -> list[HostResult]:
+    """Every host's result (iter_hosts, the same arguments), in the input order: for callers that keep
+    every snapshot (`collect -o`, tests)."""
+    results: list[HostResult | None] = [None] * len(specs)
+    for index, result in iter_hosts(specs, *args, **kwargs):
+        results[index] = result
     return [r for r in results if r is not None]
 
 

@@ -8,15 +8,20 @@ class AuditorError(Exception):
 
 
 class InputError(AuditorError):
-    """A bad input file or bad usage: names the file and line; the CLI exits 2."""
+    """A bad input file or bad usage: names the file and line (and column, when known: `file:line:col:` as
+    compilers print it, which editors and CI annotations jump to); the CLI exits 2."""
 
-    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+    def __init__(self, message: str, path: str | None = None, line: int | None = None,
+                 column: int | None = None):
         self.message = message
         self.path = path
         self.line = line
+        self.column = column if line else None
         where = ""
         if path:
-            where = f"{path}:{line}: " if line else f"{path}: "
+            where = f"{path}: "
+            if line:
+                where = f"{path}:{line}:{column}: " if column else f"{path}:{line}: "
         super().__init__(f"{where}{message}")
 
 

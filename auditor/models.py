@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .snapshotdoc import Snapshot
+
 HOST_STATUSES = ("ok", "unreachable", "auth_failed", "host_key_rejected", "timeout", "error")
 SEVERITIES = ("critical", "high", "medium", "low", "info")
 
@@ -75,7 +77,7 @@ class HostResult:
     spec: HostSpec
     status: str = "ok"
     error: str | None = None
-    snapshot: dict[str, Any] | None = None
+    snapshot: Snapshot | None = None
     duration_s: float = 0.0
     summary: dict[str, Any] | None = None  # headline facts, when only a stub of the snapshot is kept (analyze)
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .aws.ssm import DOCUMENT_NAME
-from .collect.probe import DEFAULT_BINARIES
-
 if TYPE_CHECKING:
     from .targets.ec2 import Ec2Filter
 
+# The binaries fingerprinted when no --binary is given (collect/probe.py re-exports them)
+DEFAULT_BINARIES: tuple[str, ...] = ("kubelet", "containerd", "dockerd", "runc", "ecs-init", "nvidia-smi")
+# The SSM document ami-auditor installs and runs (transport/ssm_document.py takes it from here: options are
+# read by every room, so they import no transport)
+SSM_DOCUMENT_NAME = "AmiAuditor-Probe"
 DEFAULT_PARALLEL = 16  # the knee of the measured curve (README: Performance)
 DEFAULT_DEADLINE_S = 60.0
 DEFAULT_TOP = 10
@@ -35,7 +37,7 @@ class AwsOptions:
     ssh_config: str | None = None
     region: str | None = None
     profile: str | None = None
-    ssm_document: str = DOCUMENT_NAME
+    ssm_document: str = SSM_DOCUMENT_NAME
     ssm_run_shell_script: bool = False
     ssm_s3_bucket: str | None = None
     ssm_s3_prefix: str = "ami-auditor"
@@ -133,3 +135,4 @@ class AnalyzeOptions:
     judge: JudgeOptions = field(default_factory=JudgeOptions)
     compare: CompareOptions = field(default_factory=CompareOptions)
     render: RenderOptions = field(default_factory=RenderOptions)
+    history: HistoryOptions = field(default_factory=HistoryOptions)

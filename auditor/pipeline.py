@@ -1,38 +1,45 @@
 """`ami-auditor scan` as one typed pipeline, read top to bottom in `scan()`:
 
-    ScanOptions → prepare → begin → collect → trends → judge → compare → since → verdict → render
-                → record → notify
+    ScanOptions → prepare → begin → collect ⇢ evaluate (per host as it completes: trends, judge, index)
+                → finish (fleet rules, waivers, chains, drift, comparison, symptom, verdict) → since
+                → render → record → notify
 
 `prepare` loads and validates every input (rules, waivers, history, baseline, formats, --out,
 targets; with --ec2, discovery) BEFORE any host is contacted: bad input is an InputError (exit 2)
-and nothing is written. Each later step is a plain function of the plan, the report and the
-snapshots; the rooms' own modules (judge/stage.py, history/stage.py, compare/stage.py,
-render/stage.py) do the work. No argparse here: commands/scan.py builds the ScanOptions.
+and nothing is written. Hosts stream: each snapshot goes through the evaluation core
+(auditor/evaluate/, the one `analyze`, `rules check --snapshot` and `diff` use) as its host completes and
+is then dropped, so memory grows with distinct configurations, not with hosts. The rooms' own modules
+(judge/stage.py, history/stage.py, compare/stage.py, render/stage.py) do the work. No argparse here:
+commands/scan.py builds the ScanOptions.
 
 History (auditor/history/): `begin` commits a `running` row in the store before the first host is
-contacted (a killed scan stays visible, marked interrupted); `trends` publishes `facts.trends` derived
-from each host's previous stored snapshot BEFORE `judge` (only the judge decides: rules/trends.yaml);
-`since` adds first-seen times and new/gone hosts; `record` writes the whole scan in one transaction
-once its exit code is known, also when the reports could not be written (a full disk: exit 3 after
-recording, the previous report set unchanged); `notify` sends what is new last and never changes the exit code.
+contacted (a killed scan stays visible, marked interrupted); the feed publishes `facts.trends` derived
+from each host's previous stored snapshot BEFORE it is judged (only the judge decides: rules/trends.yaml)
+and packs its store row; `since` adds first-seen times and new/gone hosts; `record` writes the whole scan
+in one transaction once its exit code is known, also when the reports could not be written (a full disk:
+exit 3 after recording, the previous report set unchanged); `notify` sends what is new last and never
+changes the exit code.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from . import exitcodes
-from .app import collect_hosts, redact_errors
+from .app import iter_hosts
 from .collect.snapshot import now_iso
 from .compare import stage as compare_stage
 from .compare.stage import ComparePlan
 from .context import Env
 from .errors import OutputError
+from .evaluate.core import EvalPlan, Evaluation
 from .history import stage as history_stage
+from .history.feed import Pending
 from .history.stage import Session, StorePlan
 from .judge import stage as judge_stage
 from .judge.stage import JudgePlan
-from .models import HostResult, HostSpec, Report, severity_rank
+from .models import HostResult, HostSpec, Report
 from .notify import stage as notify_stage
 from .notify.stage import NotifyPlan
 from .options import ScanOptions, TargetOptions
@@ -41,6 +48,8 @@ from .render.stage import RenderPlan
 from .render.terminal import host_line, progress_printer
 from .reportdoc import report_to_dict
 from .targets.resolve import check_host_keys, resolve_specs
+
+Line = list[tuple[str, str | None]]  # a host's summary line in styled pieces (render/terminal.py)
 
 
 @dataclass(frozen=True)
@@ -75,43 +84,22 @@ def prepare(opts: ScanOptions) -> ScanPlan:
                     judge_plan, history_plan, compare_plan, render_plan, notify_plan)
 
 
-def collect(plan: ScanPlan, env: Env, notes: list[str]) -> list[HostResult]:
-    """Reach every host (bounded concurrency) and collect its snapshot; errors redacted."""
+def collect(plan: ScanPlan, env: Env, notes: list[str]) -> Iterator[tuple[int, HostResult]]:
+    """Reach every host (bounded concurrency): (input index, result, errors redacted) as each completes."""
     t = plan.targets
-    results = collect_hosts(list(plan.specs), parallel=t.parallel, binaries=t.binaries, deadline_s=t.deadline_s,
-                            progress=progress_printer(env), notes=notes, exec_versions=t.exec_versions,
-                            deep_cpu=t.deep_cpu)
-    return redact_errors(results)
+    return iter_hosts(list(plan.specs), parallel=t.parallel, binaries=t.binaries, deadline_s=t.deadline_s,
+                      progress=progress_printer(env), notes=notes, exec_versions=t.exec_versions,
+                      deep_cpu=t.deep_cpu)
 
 
-def judge(plan: JudgePlan, report: Report, snapshots: list[dict]) -> None:
-    """Rules over every snapshot; waivers applied. Only the judge makes findings from rules."""
-    judge_stage.apply(plan, report, snapshots)
-
-
-def trends(session: Session | None, snapshots: list[dict]) -> None:
-    """Publish `facts.trends` (from each host's previous stored scan) on every snapshot, for the judge."""
-    history_stage.add_trends(session, snapshots)
-
-
-def compare(plan: ComparePlan, report: Report, snapshots: list[dict]) -> None:
-    """Baseline drift, group comparison and symptom ranking (symptom ranking reads the findings)."""
-    compare_stage.apply(plan, report, snapshots)
-
-
-def failing(report: Report) -> bool:
-    """Any unwaived finding, or drift, at or above --fail-on."""
-    if report.fail_on is None:
-        return False
-    bar = severity_rank(report.fail_on)
-    if any(not f.waived and severity_rank(f.severity) >= bar for f in report.findings):
-        return True
-    return any(severity_rank(d.severity) >= bar for d in report.drift)
-
-
-def verdict(report: Report) -> int:
-    """The exit code: findings/drift at or above --fail-on, hosts not reached (exitcodes.combine)."""
-    return exitcodes.combine(failing(report), not all(h.complete for h in report.hosts))
+def evaluate(core: Evaluation, results: Iterator[tuple[int, HostResult]]) -> list[Line]:
+    """Each host into the core as it completes (the history feed first adds its trend facts and packs its
+    store row), its snapshot then dropped; returns the hosts' summary lines in input order."""
+    lines: dict[int, Line] = {}
+    for index, result in results:
+        lines[index] = host_line(result)
+        core.add(result, index)
+    return [lines[i] for i in sorted(lines)]
 
 
 def render(plan: RenderPlan, report: Report, env: Env) -> None:
@@ -125,11 +113,11 @@ def since(session: Session | None, report: Report) -> None:
     history_stage.add_since(session, report)
 
 
-def record(session: Session | None, report: Report, snapshots: list[dict]) -> tuple[dict, str | None]:
+def record(session: Session | None, report: Report, rows: Pending) -> tuple[dict, str | None]:
     """The report document, recorded in the store in one transaction (when there is a store); and why the
     store refused it (locked, disk full, read-only: the results are kept, the exit code says incomplete)."""
     doc = report_to_dict(report)
-    return doc, history_stage.finish(session, doc, snapshots, now_iso())
+    return doc, history_stage.finish(session, doc, rows, now_iso())
 
 
 def scan(opts: ScanOptions, env: Env) -> int:
@@ -139,23 +127,20 @@ def scan(opts: ScanOptions, env: Env) -> int:
     session = history_stage.begin(plan.history, now_iso())  # committed: a killed scan stays visible
     try:
         notes = list(plan.notes)
-        results = collect(plan, term, notes)
-        report = Report(hosts=results, generated_at=now_iso(), fail_on=plan.fail_on, notes=notes)
-        snapshots = [r.snapshot for r in results if r.snapshot is not None]
-        trends(session, snapshots)
-        judge(plan.judge, report, snapshots)
-        compare(plan.compare, report, snapshots)
+        core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=history_stage.feed(session))
+        lines = evaluate(core, collect(plan, term, notes))
+        report = core.finish(now_iso(), notes)  # fleet rules, waivers, chains, drift, comparison, exit code
         since(session, report)
-        report.exit_code = verdict(report)
-        for result in results:
-            term.out_styled(host_line(result))
+        history_stage.add_series(session, report)  # each host's earlier numbers, for the trend pictures
+        for line in lines:
+            term.out_styled(line)
         try:
             render(plan.render, report, env)
         except OutputError as exc:  # a full or read-only disk: the store still keeps the results
             unsaved: OutputError | None = exc
         else:
             unsaved = None
-        doc, not_recorded = record(session, report, snapshots)
+        doc, not_recorded = record(session, report, history_stage.pending(core.extras(), core.spare()))
     except BaseException:
         history_stage.abandon(session)  # a crash or Ctrl-C: this scan is marked, earlier ones untouched
         raise

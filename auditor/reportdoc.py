@@ -17,6 +17,7 @@ from .errors import InputError
 from .jsonload import json_pointer, load_json_file
 from .models import SEVERITIES, Finding, HostResult, Report
 from .schemacheck import FastCheck
+from .snapshotdoc import Facts, Snapshot
 
 
 def _host(result: HostResult) -> dict[str, Any]:
@@ -37,7 +38,7 @@ def _host(result: HostResult) -> dict[str, Any]:
     }
 
 
-def facts_summary(snap: dict[str, Any]) -> dict[str, Any]:
+def facts_summary(snap: Snapshot) -> dict[str, Any]:
     """A few headline facts per host for renderers (they never see snapshots)."""
     facts = snap.get("facts") or {}
     host = snap.get("host") or {}
@@ -52,18 +53,31 @@ def facts_summary(snap: dict[str, Any]) -> dict[str, Any]:
         "dying_memcgs": memory.get("dying"),
         "enabled_units": len((facts.get("systemd") or {}).get("enabled_units") or []),
         "restarts": _restarts(facts),
+        "unit_restarts": _unit_restarts(facts),
         "cpu": _cpu(facts),
     }
 
 
-def _restarts(facts: dict[str, Any]) -> int | None:
+def _restarts(facts: Facts) -> int | None:
     """Unit restarts this boot, summed over the host's units (None when systemd gave no units)."""
     units = [u for u in (facts.get("systemd") or {}).get("units") or [] if isinstance(u, dict)]
-    counts = [u["restarts"] for u in units if isinstance(u.get("restarts"), int)]
+    counts = [n for u in units if isinstance(n := u.get("restarts"), int)]
     return sum(counts) if units else None
 
 
-def _cpu(facts: dict[str, Any]) -> dict[str, Any] | None:
+UNIT_RESTARTS_MAX = 20
+
+
+def _unit_restarts(facts: Facts) -> dict[str, int]:
+    """Restarts this boot of the units that restarted (the most first, at most 20): the history store keeps
+    this summary per scan, so `history report` draws restarts per unit without inflating snapshots."""
+    units = [u for u in (facts.get("systemd") or {}).get("units") or [] if isinstance(u, dict)]
+    counts = [(name, n) for u in units if isinstance(name := u.get("name"), str)
+              and type(n := u.get("restarts")) is int and n > 0]
+    return dict(sorted(counts, key=lambda nc: (-nc[1], nc[0]))[:UNIT_RESTARTS_MAX])
+
+
+def _cpu(facts: Facts) -> dict[str, Any] | None:
     """The CPU window compactly, for the report's per-core strip: cores as [cpu, user %, system %], the hot
     core and its busiest thread (the one with most system ticks that last ran there)."""
     cpu = facts.get("cpu") or {}

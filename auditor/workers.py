@@ -23,7 +23,10 @@ STOP_GRACE_S = 1.0  # of the 2 s a stop may take: tasks that unwind by then fini
 
 
 def run(tasks: list[Callable[[], T]], workers: int) -> Iterator[T]:
-    """Each task's result as it finishes, at most `workers` at once; a task's exception is raised here."""
+    """Each task's result as it finishes, at most `workers` at once; a task's exception is raised here.
+
+    Back-pressure: at most 2 × `workers` results are running or waiting for the caller, so a caller that
+    is slower than the tasks (judging each snapshot as it comes) holds a few results, not all of them."""
     todo: queue.SimpleQueue[Callable[[], T] | None] = queue.SimpleQueue()
     done: queue.SimpleQueue[tuple[bool, object]] = queue.SimpleQueue()
     for task in tasks:
@@ -31,10 +34,11 @@ def run(tasks: list[Callable[[], T]], workers: int) -> Iterator[T]:
     running = threading.Semaphore(0)  # released by each worker as it exits
     cancel = threading.Event()  # the caller gave up: take no new task
     count = max(1, min(workers, len(tasks)))
+    slots = threading.Semaphore(2 * count)  # taken by a worker before a task, given back as the caller takes one
 
     def work() -> None:
         try:
-            while not cancel.is_set() and not interrupt.STOP.is_set() and (task := _next(todo)) is not None:
+            while _slot(slots, cancel) and (task := _next(todo)) is not None:
                 try:
                     done.put((True, task()))
                 except BaseException as exc:  # noqa: BLE001 - handed to the caller, who raises it
@@ -55,11 +59,20 @@ def run(tasks: list[Callable[[], T]], workers: int) -> Iterator[T]:
             if not ok:
                 raise value  # type: ignore[misc]
             yield value  # type: ignore[misc]
+            slots.release()  # the caller is done with this one
     except BaseException:
         cancel.set()
         if interrupt.STOP.is_set():
             _settle(running, count)
         raise
+
+
+def _slot(slots: threading.Semaphore, cancel: threading.Event) -> bool:
+    """Wait for room for one more result; False when the caller gave up or a stop came."""
+    while not cancel.is_set() and not interrupt.STOP.is_set():
+        if slots.acquire(timeout=0.2):
+            return True
+    return False
 
 
 def _next(todo: queue.SimpleQueue[Callable[[], T] | None]) -> Callable[[], T] | None:

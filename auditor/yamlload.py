@@ -23,23 +23,40 @@ _SURROGATE = re.compile("[\\ud800-\\udfff]")
 
 
 class LineDict(dict):
-    """A dict that remembers the 1-based line of itself (`line`) and of each key (`key_lines`)."""
+    """A dict that remembers the 1-based line and column of itself (`line`, `col`) and of each key
+    (`key_lines`, `key_cols`), so a schema error can point at the key it is about."""
 
     line: int = 0
+    col: int = 0
     key_lines: dict[Any, int]
+    key_cols: dict[Any, int]
 
     def line_of(self, key: Any) -> int:
         return self.key_lines.get(key, self.line)
 
+    def mark_of(self, key: Any) -> tuple[int, int]:
+        """(line, column) of `key`, or of the mapping itself when it has no such key."""
+        if key in self.key_lines:
+            return self.key_lines[key], self.key_cols.get(key, 0)
+        return self.line, self.col
+
 
 class LineList(list):
-    """A list that remembers its own line and the line of each item (`item_lines`)."""
+    """A list that remembers its own line and column and those of each item (`item_lines`, `item_cols`)."""
 
     line: int = 0
+    col: int = 0
     item_lines: list[int]
+    item_cols: list[int]
 
     def line_of(self, index: int) -> int:
         return self.item_lines[index] if index < len(self.item_lines) else self.line
+
+    def mark_of(self, index: int) -> tuple[int, int]:
+        """(line, column) of item `index`, or of the list itself."""
+        if 0 <= index < len(self.item_lines):
+            return self.item_lines[index], self.item_cols[index]
+        return self.line, self.col
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -143,8 +160,8 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
     loader.flatten_mapping(node)
     out = LineDict()
-    out.line = node.start_mark.line + 1
-    out.key_lines = {}
+    out.line, out.col = node.start_mark.line + 1, node.start_mark.column + 1
+    out.key_lines, out.key_cols = {}, {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         try:
@@ -155,13 +172,15 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
             raise _DuplicateKey(key, key_node.start_mark.line + 1)
         out[key] = loader.construct_object(value_node, deep=True)
         out.key_lines[key] = key_node.start_mark.line + 1
+        out.key_cols[key] = key_node.start_mark.column + 1
     return out
 
 
 def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineList:
     out = LineList(loader.construct_object(child, deep=True) for child in node.value)
-    out.line = node.start_mark.line + 1
+    out.line, out.col = node.start_mark.line + 1, node.start_mark.column + 1
     out.item_lines = [child.start_mark.line + 1 for child in node.value]
+    out.item_cols = [child.start_mark.column + 1 for child in node.value]
     return out
 
 
@@ -213,12 +232,3 @@ def line_of(node: Any, key: Any = None) -> int | None:
     if key is not None and isinstance(node, (LineDict, LineList)):
         return node.line_of(key)
     return getattr(node, "line", None)
-
-
-def reject_unknown_keys(node: LineDict, allowed: frozenset[str] | set[str], path: str, what: str = "") -> None:
-    """InputError at the line of the first (alphabetically) key of `node` not in `allowed`."""
-    unknown = sorted(set(node) - allowed, key=str)  # keys may mix types (`1:` and `zzz:`)
-    if unknown:
-        where = f" in {what}" if what else ""
-        raise InputError(f"unknown key {unknown[0]!r}{where} (allowed: {', '.join(sorted(allowed))})", path,
-                         node.line_of(unknown[0]))

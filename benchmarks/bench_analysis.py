@@ -3,6 +3,7 @@ comparison + symptom ranking + JSON and HTML reports) over N synthetic hosts (de
 from a snapshot directory, one file per host, timed as a whole process.
 
     python3 -m benchmarks.bench_analysis [--hosts 100000] [--configs 200] [--jobs 1,2] [--dir DIR] [--keep]
+                                         [--store none|new|twice]
 
 Hosts come from the real fleet snapshots in tests/data/compare/fleet perturbed into `--configs` distinct
 configurations (benchmarks/bench_compare.py), each host with its own volatile noise (hostname, boot id,
@@ -78,11 +79,12 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def analyse(snap_dir: Path, out: Path, jobs: int, baseline: Path) -> dict[str, Any]:
+def analyse(snap_dir: Path, out: Path, jobs: int, baseline: Path, store: Path | None) -> dict[str, Any]:
     """One whole `ami-auditor analyze` process: wall, CPU (self + workers), peak RSS of the tree."""
     argv = [sys.executable, "-m", "auditor.cli", "analyze", str(snap_dir), "--jobs", str(jobs),
             "--baseline", str(baseline), "--group-by", "az", "--symptom", "systemd.unit-crash-looping",
-            "--format", "json,html", "--out", str(out)]
+            "--format", "json,html", "--out", str(out),
+            *(["--store", str(store)] if store is not None else ["--no-store"])]
     started = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
@@ -105,6 +107,9 @@ def main() -> int:
     ap.add_argument("--jobs", default="1,2", help="comma-separated --jobs values to run (default 1,2)")
     ap.add_argument("--dir", type=Path, help="snapshot directory (made when missing or empty)")
     ap.add_argument("--keep", action="store_true", help="keep the generated snapshot directory")
+    ap.add_argument("--store", choices=("none", "new", "twice"), default="none",
+                    help="none (default): --no-store; new: record into a new history store; twice: record, then "
+                         "run again over the same store (trends from the first run: the second run's figures)")
     args = ap.parse_args()
     snap_dir = args.dir or Path(tempfile.mkdtemp(prefix="ami-auditor-bench-analysis-"))
     snap_dir.mkdir(parents=True, exist_ok=True)
@@ -119,15 +124,18 @@ def main() -> int:
     source, expect = capture(load("golden"))
     baseline = work / "golden.yaml"
     baseline.write_text(render(source, expect))
-    print(f"{hosts} hosts ({args.configs} configurations asked), load before "
+    print(f"{hosts} hosts ({args.configs} configurations asked), store: {args.store}, load before "
           f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}, {os.cpu_count()} CPUs")
     print("| --jobs | exit | wall s | CPU s | peak RSS MB (all processes) | JSON MiB | HTML MiB |")
     print("|---|---|---|---|---|---|---|")
     for jobs in [int(j) for j in args.jobs.split(",")]:
         out = work / f"out-{jobs}"
         out.mkdir()
+        store = None if args.store == "none" else work / f"history-{jobs}.sqlite3"
+        if args.store == "twice":
+            analyse(snap_dir, work / f"out-{jobs}-first", jobs, baseline, store)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        r = analyse(snap_dir, out, jobs, baseline)
+        r = analyse(snap_dir, out, jobs, baseline, store)
         cpu = r["cpu"] - before.ru_utime - before.ru_stime
         print(f"| {jobs} | {r['exit']} | {r['wall']:.1f} | {cpu:.1f} | {r['peak_mb']:.0f} | "
               f"{r['sizes'].get('json', 0) / 2**20:.0f} | {r['sizes'].get('html', 0) / 2**20:.1f} |", flush=True)

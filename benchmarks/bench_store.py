@@ -10,6 +10,8 @@ Findings per host follow the template (the AZ-b hosts carry the crash-loop findi
 Prints: write time per scan (record_scan: one transaction), store size, distinct stable bodies, bytes
 per host-scan beside the snapshot JSON a folder of reports would keep, and the time to read every
 host's previous snapshot back (what trend facts need). Asserts nothing.
+    Also the `history report` query and page over the last 30 scans, and the per-host series a scan report
+    carries (history.series), timed.
     python3 benchmarks/bench_store.py [--scans 100] [--hosts 1000] [--store PATH]
 """
 
@@ -28,8 +30,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditor.history import query, record  # noqa: E402
+from auditor.history import charts, query, record  # noqa: E402
 from auditor.history.db import open_store  # noqa: E402
+from auditor.history.feed import pending_of  # noqa: E402
+from auditor.render import history_html  # noqa: E402
 
 SNAPS = ROOT / "tests" / "data" / "snapshots"
 REPORT = json.loads((ROOT / "tests" / "data" / "reports" / "fleet.json").read_text())
@@ -108,7 +112,9 @@ def report_doc(hosts: list[Host], at: str, template_findings: dict[str, list[dic
     findings = [{**f, "host": h.name} for h in hosts for f in template_findings.get(h.template["name"], [])]
     return {"generated_at": at, "summary": {"exit_code": 1},
             "hosts": [{"name": h.name, "status": "ok", "target": f"ssh://root@{h.name}", "labels": {}, "complete": True,
-                       "duration_s": 1.0, "facts_summary": {"dying_memcgs": h.dying}} for h in hosts],
+                       "duration_s": 1.0, "facts_summary": {
+                           "dying_memcgs": h.dying, "restarts": sum(h.restarts.values()),
+                           "unit_restarts": {u: n for u, n in h.restarts.items() if n}}} for h in hosts],
             "findings": findings, "drift": []}
 
 
@@ -142,13 +148,22 @@ def main() -> None:
         build_s += time.perf_counter() - t0
         t1 = time.perf_counter()
         scan_id = record.begin_scan(conn, at)
-        record.record_scan(conn, scan_id, doc, snaps, at)
+        record.record_scan(conn, scan_id, doc, pending_of(snaps), at)
         write_s.append(time.perf_counter() - t1)
         if (n + 1) % 10 == 0:
             print(f"  scan {n + 1}/{args.scans}: last write {write_s[-1]:.2f} s", flush=True)
     t2 = time.perf_counter()
     previous = query.previous_snapshots(conn, [h.name for h in hosts], 10**9, path)
     read_s = time.perf_counter() - t2
+    t3 = time.perf_counter()
+    trends = charts.fleet_trends(conn, path, charts.DEFAULT_LAST, charts.DEFAULT_TOP)
+    trends_s = time.perf_counter() - t3
+    t4 = time.perf_counter()
+    page = history_html.render(trends)
+    page_s = time.perf_counter() - t4
+    t5 = time.perf_counter()
+    series = charts.host_series(conn, path, [h.name for h in hosts], 10**9)
+    series_s = time.perf_counter() - t5
     bodies = conn.execute("SELECT count(*), sum(length(body)) FROM snapshots").fetchone()
     volatile = conn.execute("SELECT sum(length(volatile)) FROM scan_hosts").fetchone()[0]
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -167,6 +182,9 @@ def main() -> None:
           f"{host_scans:,} host-scans; volatile parts {(volatile or 0) / 2**20:,.1f} MiB "
           f"({(volatile or 0) / host_scans:,.0f} bytes each)")
     print(f"  read back the previous snapshot of all {len(previous):,} hosts: {read_s:.2f} s")
+    print(f"  history report over the last {len(trends['scans'])} scans: query {trends_s:.2f} s, HTML {page_s:.2f} s, "
+          f"{len(page) / 1024:,.0f} KiB; a scan report's history.series for all hosts ({len(series['scans'])} "
+          f"scans): {series_s:.2f} s, {len(json.dumps(series)) / args.hosts:,.0f} bytes per host")
     tmp.cleanup()
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # make `tests.fleet` importable
 
@@ -15,6 +16,9 @@ from tests import reliability  # noqa: E402
 from tests.fleet import RELEASE_FLEET, Fleet, unavailable_reason  # noqa: E402
 
 IN_CI = os.environ.get("CI") == "true"
+# No timed asserts: Hypothesis's per-example deadline (200 ms) fails property tests on a loaded machine.
+settings.register_profile("ami-auditor", deadline=None)
+settings.load_profile("ami-auditor")
 # Which reliability suite a test belongs to, by folder (for the end-of-run summary).
 _SUITES = {"bad_input": "bad input", "faults": "fault", "fuzz": "fuzz"}
 _failed_by_suite: dict[str, int] = {}

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 
 from auditor import analysis
-from auditor.compare import stage as compare_stage
 from auditor.compare.normalize import normalize, stable_key
 from auditor.context import Env
-from auditor.judge import stage as judge_stage
-from auditor.models import HostResult, HostSpec, Report
-from auditor.options import AnalyzeOptions, CompareOptions, JudgeOptions, RenderOptions
-from auditor.pipeline import verdict
+from auditor.evaluate import files
+from auditor.evaluate.core import EvalPlan, evaluate
+from auditor.history.feed import Feed
+from auditor.models import HostResult, HostSpec
+from auditor.options import AnalyzeOptions, CompareOptions, HistoryOptions, JudgeOptions, RenderOptions
 from auditor.reportdoc import facts_summary, report_to_dict, validate_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,7 +76,8 @@ def _options(dirs: list[Path], tmp: Path, jobs: int, **compare: Any) -> AnalyzeO
     waivers = tmp / "waivers.yaml"
     waivers.write_text(WAIVERS)
     return AnalyzeOptions(dirs=tuple(map(str, dirs)), jobs=jobs, judge=JudgeOptions(waivers=(str(waivers),)),
-                          compare=CompareOptions(**compare), render=RenderOptions(formats="json", out=str(tmp / "out")))
+                          compare=CompareOptions(**compare), render=RenderOptions(formats="json", out=str(tmp / "out")),
+                          history=HistoryOptions(no_store=True))  # compared with a store-less evaluation
 
 
 def _analyzed(opts: AnalyzeOptions) -> dict[str, Any]:
@@ -90,13 +91,11 @@ def _analyzed(opts: AnalyzeOptions) -> dict[str, Any]:
 
 
 def _in_memory(snaps: list[dict[str, Any]], opts: AnalyzeOptions) -> dict[str, Any]:
-    """The scan pipeline's own stages over the same snapshots held in memory."""
+    """The same snapshots held in memory through one core in this process, in order (no workers, no files)."""
     plan = analysis.prepare(opts)
-    hosts = [HostResult(HostSpec(s["name"], s["target"], dict(s["labels"])), "ok", None, s, 0.0) for s in snaps]
-    report = Report(hosts=hosts, generated_at="x", fail_on="high")
-    judge_stage.apply(plan.judge, report, snaps)
-    compare_stage.apply(plan.compare, report, snaps)
-    report.exit_code = verdict(report)
+    hosts = [HostResult(HostSpec(s["name"], s["target"], dict(s["labels"])), "ok", None, copy.deepcopy(s), 0.0)
+             for s in snaps]
+    report = evaluate(EvalPlan(plan.judge, plan.compare, "high"), hosts, "x", sidecar=Feed(None))
     return json.loads(json.dumps(report_to_dict(report)))
 
 
@@ -106,7 +105,7 @@ SECTIONS = ("findings", "drift", "comparison", "symptom", "chains", "rules", "su
 @pytest.mark.parametrize("jobs, batch", [(1, 500), (2, 37)])
 def test_analyze_gives_what_the_scan_stages_give_on_the_same_snapshots(tmp_path: Path, jobs: int,
                                                                         batch: int, monkeypatch) -> None:
-    monkeypatch.setattr(analysis, "BATCH", batch)
+    monkeypatch.setattr(files, "BATCH", batch)
     snaps = _fleet(180)
     d = _write(snaps, tmp_path / "snaps")
     baseline = tmp_path / "golden.yaml"
@@ -210,18 +209,18 @@ def _many(d: Path, n: int) -> Path:
 
 def test_workers_over_several_batches_finish_and_are_reaped(tmp_path: Path) -> None:
     """A real pool (more files than one batch) as the CLI runs it, with its signal handlers installed."""
-    d = _many(tmp_path / "many", analysis.BATCH * 2 + 37)
+    d = _many(tmp_path / "many", files.BATCH * 2 + 37)
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--jobs", "2", "--format", "json",
                            "--out", str(out), "--fail-on", "critical"], cwd=REPO, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     doc = json.loads((out / "report.json").read_text())
-    assert len(doc["hosts"]) == analysis.BATCH * 2 + 37 and all(h["status"] == "ok" for h in doc["hosts"])
+    assert len(doc["hosts"]) == files.BATCH * 2 + 37 and all(h["status"] == "ok" for h in doc["hosts"])
 
 
 def test_sigterm_stops_the_analysis_and_its_workers(tmp_path: Path) -> None:
-    d = _many(tmp_path / "many", analysis.BATCH * 6)
+    d = _many(tmp_path / "many", files.BATCH * 6)
     proc = subprocess.Popen([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--jobs", "2", "--out",
                              str(tmp_path / "out")], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     children: set[int] = set()

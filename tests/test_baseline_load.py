@@ -33,17 +33,24 @@ def write(tmp_path: Path, text: str) -> Path:
     ("expect:\n  facts.systemd.units[ecs.service].restarts: 0\n", 4, "volatile"),
     ("expect:\n  facts.os.id: debian\n  facts.binaries[kubelet].version: {pattern: '(unclosed'}\n", 5,
      "bad pattern"),
-    ("expect:\n  facts.binaries[kubelet].version: {regex: x}\n", 4, "{pattern: REGEX}"),
+    ("expect:\n  facts.binaries[kubelet].version: {regex: x}\n", 4,
+     "unknown key 'regex' in facts.binaries[kubelet].version (allowed: pattern)"),
     ("expect:\n  facts.systemd.enabled_units[ssh.service]: yes please\n", 4, "true or false"),
     ("expect:\n  facts.kernel.thp_enabled: on\n", 4, "quote it"),
     ("expect:\n  facts.kernel.hugepages_total: many\n", 4, "number"),
     ("expect:\n  facts.kernel.thp_enabled: []\n", 4, "empty list"),
     ("expect:\n  facts.kernel.thp_enabled:\n    - madvise\n    - {a: 1}\n", 6, "scalars"),
     ("expect:\n  facts.kernel.thp_enabled:\n", 4, "null"),
-    ("expect: [facts.os.id]\n", 3, "`expect` must be a mapping"),
+    ("expect: [facts.os.id]\n", 3, "expect must be a mapping of fact path → expected value, not a list"),
     ("expect:\n  facts.os.id: debian\nextra: 1\n", 5, "unknown key 'extra'"),
     ("complete: [facts.os]\nexpect:\n  facts.os.id: debian\n", 3, "not a keyed list"),
-    ("ignore: [1]\nexpect:\n  facts.os.id: debian\n", 3, "non-empty strings"),
+    ("ignore: [1]\nexpect:\n  facts.os.id: debian\n", 3, "ignore[0] must be a non-empty string, not an integer 1"),
+    # caught by schemas/baseline.schema.json
+    ("expect:\n  facts.binaries[kubelet].version: {pattern: 5}\n", 4,
+     "facts.binaries[kubelet].version: pattern must be a string, not an integer 5"),
+    ("complete: facts.binaries\nexpect:\n  facts.os.id: debian\n", 3, "complete must be a list of strings"),
+    ("expect:\n  facts.os.id: debian\n  facts.kernel.thp_enabled:\n    - [never]\n", 6,
+     "facts.kernel.thp_enabled[0] must be a scalar"),
 ])
 def test_broken_baselines_name_file_and_line(tmp_path: Path, body: str, line: int, words: str) -> None:
     path = write(tmp_path, HEAD + body)

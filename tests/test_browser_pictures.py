@@ -194,10 +194,14 @@ def test_analyze_through_the_cli_draws_a_strip_per_host_from_its_snapshot(browse
 
 def test_pictures_print_inside_the_page(browser: DevTools, tmp_path: Path) -> None:
     browser.open(page(many_cores(), tmp_path, "print"), 800, 900)
+    browser.eval("document.querySelectorAll('details.drill').forEach(d => { d.open = true; }) || 1")
     browser.call("Emulation.setEmulatedMedia", media="print")
+    # the host detail's own pictures (in a drill-down, opened) print inside their table cell; the others
+    # inside the page
     boxes = browser.eval("""JSON.stringify([...document.querySelectorAll('svg.pic')].map(s => {
-      const r = s.getBoundingClientRect();
-      return {w: r.width, right: r.right, page: document.documentElement.clientWidth,
-              shown: getComputedStyle(s).display !== 'none'}; }))""")
+      const r = s.getBoundingClientRect(), cell = s.closest('td');
+      return {w: r.width, right: r.right, shown: getComputedStyle(s).display !== 'none', detail: !!cell,
+              page: cell ? cell.getBoundingClientRect().right : document.documentElement.clientWidth}; }))""")
     browser.call("Emulation.setEmulatedMedia", media="")
     assert boxes and all(b["shown"] and b["w"] > 100 and b["right"] <= b["page"] for b in boxes), boxes
+    assert any(b["detail"] for b in boxes) and any(not b["detail"] for b in boxes), boxes

@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from auditor.collect.schema import is_volatile
-from auditor.compare.normalize import area_of, leaf_spec, normalize, split_path
+from auditor.compare.normalize import leaf_spec, normalize
 
 FLEET = Path(__file__).parent / "data" / "compare" / "fleet"
 
@@ -56,14 +56,6 @@ def test_a_failed_area_is_unknown_not_empty() -> None:
     view = normalize(a)
     assert view.unknown == {"systemd"}
     assert not [p for p in view.flat if p.startswith("facts.systemd")]
-
-
-def test_paths_split_into_collection_row_and_field() -> None:
-    assert split_path("facts.systemd.units[ecs.service].active_state") == (
-        "facts.systemd.units", "ecs.service", "active_state")
-    assert split_path("facts.kernel.sysctls[vm.swappiness]") == ("facts.kernel.sysctls", "vm.swappiness", "")
-    assert split_path("facts.os.id") == (None, None, "facts.os.id")
-    assert area_of("facts.binaries[kubelet].sha256") == "binaries"
 
 
 def test_leaf_spec_knows_the_vocabulary() -> None:

@@ -15,10 +15,11 @@ from auditor.commands.scan import scan_options
 from auditor.compare import stage as compare_stage
 from auditor.context import Env
 from auditor.errors import InputError
+from auditor.evaluate.core import EvalPlan, evaluate, failing
+from auditor.history.feed import Feed
 from auditor.judge import stage as judge_stage
 from auditor.models import HostResult, HostSpec, Report
 from auditor.options import ScanOptions
-from auditor.pipeline import failing
 from auditor.reportdoc import report_to_dict, validate_report
 
 FLEET = Path(__file__).parent / "data" / "compare" / "fleet"
@@ -44,11 +45,8 @@ def run(*argv: str) -> Report:
     opts = parse(*argv)
     plans = judge_stage.prepare(opts.judge), compare_stage.prepare(opts.compare)
     snaps = [json.loads((FLEET / f"{h}.json").read_text()) for h in HOSTS]
-    report = Report([HostResult(HostSpec(s["name"], s["target"], s["labels"]), "ok", None, s) for s in snaps],
-                    generated_at="2026-11-29T00:00:00Z", fail_on="high")
-    judge_stage.apply(plans[0], report, snaps)
-    compare_stage.apply(plans[1], report, snaps)
-    return report
+    hosts = [HostResult(HostSpec(s["name"], s["target"], s["labels"]), "ok", None, s) for s in snaps]
+    return evaluate(EvalPlan(*plans, fail_on="high"), hosts, "2026-11-29T00:00:00Z", sidecar=Feed(None))
 
 
 def test_scan_sections_baseline_drift_az_comparison_and_crash_loop_symptom(tmp_path: Path) -> None:

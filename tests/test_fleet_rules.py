@@ -117,12 +117,12 @@ def test_fleet_findings_are_waivable(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("rule", "message"), [
-    ("fleet: {unique: host.machine_id}\n    select: facts.os", "a fleet rule takes no 'select'"),
-    ("fleet: {agree: facts.kernel.release}", "fleet.agree needs `within: LABEL`"),
+    ("fleet: {unique: host.machine_id}\n    select: facts.os", "select is not used by a fleet rule"),
+    ("fleet: {agree: facts.kernel.release}", "fleet needs `within: LABEL` with `agree`"),
     ("fleet: {unique: host.machine_id, agree: host.hostname, within: az}", "exactly one of"),
     ("fleet: {unique: facts.nope.x}", "unknown fact path"),
     ("fleet: {unique: host.machine_id, group_by: az}", "group_by"),
-    ("fleet: [unique]", "'fleet' must be a mapping"),
+    ("fleet: [unique]", "fleet must be a mapping, not a list"),
 ])
 def test_bad_fleet_rules_name_the_file_and_line(tmp_path: Path, rule: str, message: str) -> None:
     (tmp_path / "r.yaml").write_text(f"rules:\n  - id: t.x\n    title: x\n    severity: low\n    {rule}\n")

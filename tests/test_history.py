@@ -237,6 +237,7 @@ sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
 from pathlib import Path
 from auditor.history import record
 from auditor.history.db import open_store
+from auditor.history.feed import pending_of
 conn = open_store(Path({str(store)!r}))
 scan_id = record.begin_scan(conn, "2026-12-01T00:00:00Z")
 doc = json.loads(Path({str(REPORT)!r}).read_text())
@@ -244,7 +245,7 @@ snap = json.loads(Path({str(DATA / "snapshots" / "fleet-b1.json")!r}).read_text(
 def die(*args, **kwargs):
     os._exit(9)  # rows of this scan are written, the transaction is not committed
 record._update_issues = die
-record.record_scan(conn, scan_id, doc, {{"b1": snap}}, "2026-12-01T00:00:01Z")
+record.record_scan(conn, scan_id, doc, pending_of({{"b1": snap}}), "2026-12-01T00:00:01Z")
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 9, done.stderr

@@ -161,7 +161,7 @@ def test_preset_index_picks_the_rule_a_linear_fnmatch_scan_picks() -> None:
     import fnmatch
     import random
 
-    from auditor.collect.image_units import _Presets, _template
+    from auditor.image.units import _Presets, _template
 
     def linear(rules: list[tuple[str, str, list[str]]], name: str) -> str:
         template = _template(name)

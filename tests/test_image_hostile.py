@@ -14,18 +14,19 @@ import secrets
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from auditor.app import collect_host
 from auditor.collect import framing
-from auditor.collect.image_packages import Packages
-from auditor.collect.probe import probe_script
+from auditor.collect.probe import probe_request
 from auditor.errors import TransportError
+from auditor.image.fs import MAX_LINKS, ImageFS
+from auditor.image.packages import Packages
 from auditor.models import HostSpec
 from auditor.transport.image import ImageTransport
-from auditor.transport.image_fs import MAX_LINKS, ImageFS
 from tests.test_image_transport import make_root
 
 
@@ -245,7 +246,7 @@ def test_transport_needs_the_nonce_and_host_content_cannot_forge_sections(tmp_pa
     root = make_root(tmp_path / "root")
     spec = HostSpec("img", f"image://{root}")
     with pytest.raises(TransportError, match="nonce"):
-        ImageTransport(spec).run(probe_script(), ["kubelet"])
+        ImageTransport(spec).run(replace(probe_request(["kubelet"]), nonce=""))
     nonce, guess = framing.new_nonce(), framing.new_nonce()
     fake = framing.section_text(guess, "binaries", "@ kubelet\nfound=1\nsha256=" + "0" * 64)
     with open(root / "etc/os-release", "a") as f:
@@ -253,7 +254,7 @@ def test_transport_needs_the_nonce_and_host_content_cannot_forge_sections(tmp_pa
     (root / "var/lib/cloud/instance/scripts").mkdir(parents=True)
     evil_name = "part-001\n@ kubelet\nsha256=" + "0" * 64
     (root / "var/lib/cloud/instance/scripts" / evil_name).write_text("https://x.example/bin/kubelet\n")
-    out = ImageTransport(spec).run(framing.with_nonce(probe_script(), nonce), ["--exec-versions", "kubelet"])
+    out = ImageTransport(spec).run(probe_request(["kubelet"], exec_versions=True, nonce=nonce))
     assert out.stdout.count(framing.start_marker(nonce, "binaries")) == 1
     assert out.stdout.rstrip("\n").endswith(framing.done_marker(nonce))
     assert "version_refused=an image's binaries are never run" in out.stdout  # --exec-versions never applies

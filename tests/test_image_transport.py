@@ -102,8 +102,8 @@ def test_unit_file_states_match_systemd(tmp_path: Path) -> None:
     os.symlink("masked.timer", root / f"{lib}/alias-of-masked.timer")
     os.symlink("/usr/lib/systemd/system/sshd.service", root / "etc/systemd/system/ssh-alias.service")
     os.symlink("/usr/lib/systemd/system/sshd.service", root / "etc/systemd/system/multi-user.target.wants/sshd.service")
-    from auditor.collect.image_units import list_unit_files
-    from auditor.transport.image_fs import ImageFS
+    from auditor.image.fs import ImageFS
+    from auditor.image.units import list_unit_files
 
     with ImageFS(root) as fs:
         mine = list_unit_files(fs).splitlines()

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from auditor.collect import framing
-from auditor.collect.image_sections import HASH_CAP, ImageSections
-from auditor.transport.image_fs import ImageFS
+from auditor.image.fs import ImageFS
+from auditor.image.sections import HASH_CAP, ImageSections
 from tests.test_image_transport import make_root
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -104,8 +105,8 @@ def test_relative_paths_resolve_against_the_inventory_dir(tmp_path: Path, monkey
         ("hostz: []\n", 1, "unknown key 'hostz'"),
         ("defaults:\n  ssh: {user: a}\n  extra: 1\nhosts: []\n", 3, "unknown key 'extra'"),
         ("hosts:\n  - name: a\n    target: local\n    ssh:\n      usr: x\n", 5, "unknown key 'usr'"),
-        ("hosts:\n  - name: a\n    target: local\n  - target: local\n", 4, "hosts[1] has no 'name'"),
-        ("hosts:\n  - name: a\n", 2, "has no 'target'"),
+        ("hosts:\n  - name: a\n    target: local\n  - target: local\n", 4, "hosts[1] is missing 'name'"),
+        ("hosts:\n  - name: a\n", 2, "host 'a' is missing 'target'"),
         ("hosts:\n  - {name: a, target: local}\n  - name: b\n    target: local\n  - name: a\n    target: local\n",
          5, "duplicate host name 'a' (first at line 2)"),
         ("hosts:\n  - name: a\n    target: ftp://a\n", 3, "unknown target"),
@@ -122,17 +123,26 @@ def test_relative_paths_resolve_against_the_inventory_dir(tmp_path: Path, monkey
         ("hosts:\n  - name: a\n    target: local\n    ssh: {trust_on_first_use: 'yes'}\n", 4, "true or false"),
         ("hosts:\n  - name: a\n    target: local\n    ssh: {sudo: 1}\n", 4, "sudo must be"),
         ("hosts:\n  - name: a\n    target: local\n    ssh: {identity_file: [a]}\n", 4, "non-empty string"),
-        ("hosts:\n  - name: a\n    target: local\n    labels: {az: [x]}\n", 4, "label 'az' must be a string"),
+        ("hosts:\n  - name: a\n    target: local\n    labels: {az: [x]}\n", 4, "host 'a': labels.az must be a string"),
         ("hosts:\n  - name: a\n    target: local\n    labels: {prod: yes}\n", 4, "quote it"),
         ("hosts:\n  - name: a\n    target: local\n    labels: [az]\n", 4, "labels must be a mapping"),
         ("defaults:\n  labels: x\nhosts: []\n", 2, "labels must be a mapping"),
         ("hosts:\n  - local\n", 2, "hosts[0] must be a mapping"),
         ("hosts: {a: 1}\n", 1, "hosts must be a list"),
-        ("hosts: []\n", 1, "hosts is empty"),
-        ("defaults: {}\n", 1, "missing `hosts:`"),
+        ("hosts: []\n", 1, "hosts is empty: list at least one host"),
+        ("defaults: {}\n", 1, "the inventory is missing 'hosts'"),
         ("- a\n", 1, "the inventory must be a mapping"),
         ("hosts:\n  - name: a\n    name: b\n", 3, "duplicate key 'name'"),
         ("hosts:\n  - name: [a\n", None, "invalid YAML"),
+        # caught by schemas/inventory.schema.json, at the key's line
+        ("hosts:\n  - name: a\n    target: local\n    ssh: {port: 0}\n", 4,
+         "host 'a': ssh.port must be an integer 1-65535, not 0"),
+        ("defaults:\n  ssh:\n    connect_timeout: true\nhosts: [{name: a, target: local}]\n", 3,
+         "defaults.ssh.connect_timeout must be a positive number of seconds, not a boolean True"),
+        ("hosts:\n  - name: a\n    target: local\n    ssh: {known_hosts: \"kh\\tx\"}\n", 4,
+         "ssh.known_hosts must be a non-empty string without control characters"),
+        ("hosts:\n  - name: a\n    target: '  '\n", 3, "host 'a': target must be a non-empty string"),
+        ("hosts:\n  - name: a\n    target: local\n    labels: {1: x}\n", 4, "label name 1 must be a string"),
     ],
 )
 def test_errors_name_file_and_line(tmp_path: Path, text: str, line: int | None, words: str) -> None:
@@ -140,7 +150,13 @@ def test_errors_name_file_and_line(tmp_path: Path, text: str, line: int | None, 
     assert words in err.message
     if line is not None:
         assert err.line == line, err
-        assert str(err).startswith(f"{tmp_path / 'fleet.yaml'}:{line}: ")
+        assert re.match(rf"{re.escape(str(tmp_path / 'fleet.yaml'))}:{line}:(\d+:)? ", str(err)), err
+
+
+def test_a_password_in_an_ssh_user_is_refused_and_never_echoed(tmp_path: Path) -> None:
+    err = _error(tmp_path, "hosts:\n  - name: a\n    target: local\n    ssh: {user: 'root:s3cret'}\n")
+    assert (err.line, err.column) == (4, 11)
+    assert "passwords are refused" in err.message and "s3cret" not in str(err)
 
 
 def test_empty_and_missing_files(tmp_path: Path) -> None:

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from auditor.compare.stage import ComparePlan
 from auditor.errors import InputError
+from auditor.evaluate.core import EvalPlan, evaluate
 from auditor.judge.rules import load_rules
-from auditor.judge.stage import JudgePlan, apply
+from auditor.judge.stage import JudgePlan
 from auditor.judge.waivers import load_waivers
 from auditor.models import HostResult, HostSpec, Report
 from tests.test_rules_builtin import recorded
@@ -24,10 +26,8 @@ def judged(tmp_path: Path, waivers_yaml: str) -> Report:
     ruleset = load_rules()
     plan = JudgePlan(ruleset, load_waivers(str(path), ruleset.ids()), TODAY)
     snaps = [recorded("fleet-a1"), recorded("fleet-b1")]
-    report = Report(hosts=[HostResult(HostSpec(s["name"], s["target"]), "ok", None, s) for s in snaps],
-                    generated_at="2026-06-01T00:00:00Z")
-    apply(plan, report, snaps)
-    return report
+    hosts = [HostResult(HostSpec(s["name"], s["target"]), "ok", None, s) for s in snaps]
+    return evaluate(EvalPlan(plan, ComparePlan(), fail_on=None), hosts, "2026-06-01T00:00:00Z")
 
 
 def crashloop(report: Report) -> list:
@@ -83,7 +83,19 @@ def test_an_expired_waiver_stops_waiving_and_says_so(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "line", "message"), [
     ("- rule: systemd.nope\n  hosts: ['*']\n  reason: r\n  expires: 2030-01-01\n", 1, "matches no loaded rule"),
-    ("- rule: systemd.*\n  hosts: ['*']\n  reason: r\n  expires: someday\n", 4, "is not a date"),
+    ("- rule: systemd.*\n  hosts: ['*']\n  reason: r\n  expires: someday\n", 4, "must be a date (YYYY-MM-DD)"),
+    ("- rule: systemd.*\n  hosts: ['*']\n  reason: r\n  expires: '2026-02-30'\n", 4, "is not a date"),
+    # caught by schemas/waivers.schema.json
+    ("- rule: systemd.*\n  hosts: []\n  reason: r\n  expires: 2030-01-01\n", 1, "needs 'hosts'"),
+    ("- rule: systemd.*\n  labels: {prod: yes}\n  reason: r\n  expires: 2030-01-01\n", 2,
+     "waivers[0].labels.prod must be a string (glob) or a number; quote it"),
+    ("waivers:\n  - rule: systemd.*\n    hosts: ['*']\n    reason: '  '\n    expires: 2030-01-01\n", 4,
+     "waivers[0].reason must be a non-empty string"),
+    ("- rule: [systemd.*]\n  hosts: ['*']\n  reason: r\n  expires: 2030-01-01\n", 1,
+     "waivers[0].rule must be a rule id (glob allowed), not a list"),
+    ("- rule: systemd.*\n  hosts: ['*', 3]\n  reason: r\n  expires: 2030-01-01\n", 2,
+     "hosts[1] must be a non-empty glob"),
+    ("waivers: {rule: x}\n", 1, "waivers must be a list of waivers, not a mapping"),
     ("- rule: systemd.*\n  reason: r\n  expires: 2030-01-01\n", 1, "needs 'hosts'"),
     ("- rule: systemd.*\n  hosts: ['*']\n  expires: 2030-01-01\n", 1, "missing 'reason'"),
     ("- rule: systemd.*\n  hosts: ['*']\n  reason: r\n  expires: 2030-01-01\n  until: x\n", 5, "unknown key 'until'"),
@@ -96,3 +108,13 @@ def test_bad_waivers_name_file_and_line(tmp_path: Path, text: str, line: int, me
         load_waivers(str(path), load_rules().ids())
     assert (exc.value.path, exc.value.line) == (str(path), line)
     assert message in exc.value.message
+
+
+def test_a_schema_error_names_the_column_of_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text("waivers:\n  - rule: systemd.*\n    hosts: ['*']\n    reason: r\n    expires: 2030-01-01\n"
+                    "    until: x\n")
+    with pytest.raises(InputError) as exc:
+        load_waivers(str(path))
+    assert (exc.value.line, exc.value.column) == (6, 5)
+    assert str(exc.value).startswith(f"{path}:6:5: unknown key 'until' in waivers[0] (allowed: expires, hosts, ")

@@ -31,8 +31,9 @@ def test_wheel_carries_data_files(tmp_path: Path) -> None:
         assert f"auditor/builtin_rules/{rule.name}" in names
     for template in (ROOT / "reports").iterdir():
         assert f"auditor/report_templates/{template.name}" in names
-    for data in ("auditor/collect/probe.sh", "auditor/collect/facts.yaml", "auditor/schemas/report.schema.json",
-                 "auditor/schemas/snapshot.schema.json"):
+    schemas = [f"auditor/schemas/{p.name}" for p in (ROOT / "auditor" / "schemas").glob("*.schema.json")]
+    assert "auditor/schemas/rule-pack.schema.json" in schemas  # the input formats (rule packs, waivers, …) too
+    for data in ("auditor/collect/probe.sh", "auditor/collect/facts.yaml", *schemas):
         assert data in names
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
 

@@ -62,7 +62,7 @@ def test_a_repeated_section_is_tampering_and_incomplete() -> None:
 
 
 def test_scan_exit_code_and_report_say_partial() -> None:
-    from auditor.pipeline import failing
+    from auditor.evaluate.core import failing
 
     partial = result_for(end_of("cgroups").sub(f"@@AMI-AUDITOR-END {FIXTURE_NONCE} cgroups rc=124@@", RAW))
     report = Report(hosts=[result_for(RAW), partial], generated_at="2026-11-30T00:00:00Z", fail_on="high")

@@ -15,16 +15,16 @@ import pytest
 
 from auditor.cli import main
 from auditor.collect.framing import new_nonce, with_nonce
-from auditor.collect.probe import probe_args, probe_script, validate_binaries
+from auditor.collect.probe import probe_request, probe_script, validate_binaries
 from auditor.collect.schema import snapshot_json_schema
+from auditor.collect.section_list import probe_section_names
 from auditor.collect.sections import split_sections
 from auditor.context import Env
 from auditor.errors import InputError
 from auditor.transport.local import LocalTransport
+from tests.probe_requests import shell_request
 
-SECTIONS = {"meta", "identity", "cloudinit", "imds", "os", "kernel", "sysctl", "systemd_version", "unit_files",
-            "units", "restart_journal", "cgroups", "binaries", "eks", "ecs", "hygiene", "network", "kernel_log", "cpu",
-            "cpu_stack", "packages", "cost"}
+SECTIONS = set(probe_section_names())  # the one section list (collect/section_list.py)
 
 
 @pytest.mark.parametrize("shell", ["/bin/dash", "/bin/bash"])
@@ -32,7 +32,7 @@ def test_probe_runs_to_the_end_under_posix_shells(shell: str) -> None:
     if not Path(shell).exists():
         pytest.skip(f"{shell} not installed")
     nonce = new_nonce()
-    result = LocalTransport(shell=shell).run(with_nonce(probe_script(), nonce), ["sh", "python3"], deadline_s=30)
+    result = LocalTransport(shell=shell).run(probe_request(["sh", "python3"], nonce=nonce), deadline_s=30)
     sections, done = split_sections(result.stdout, nonce)
     assert done, result.stderr
     assert set(sections) == SECTIONS
@@ -92,13 +92,13 @@ def test_local_transport_deadline_raises_timeout() -> None:
     from auditor.errors import ProbeTimeout
 
     with pytest.raises(ProbeTimeout):
-        LocalTransport().run("sleep 5", [], deadline_s=0.5)
+        LocalTransport().run(shell_request("sleep 5"), deadline_s=0.5)
 
 
 @pytest.mark.parametrize("head", ["", "AMI_NONCE=\n", "AMI_NONCE=xyz\n", "AMI_NONCE=" + "A" * 32 + "\n",
                                   "AMI_NONCE=" + "a" * 31 + "\n", "AMI_NONCE=" + "a" * 33 + "\n"])
 def test_probe_refuses_to_run_without_a_valid_nonce(head: str) -> None:
-    result = LocalTransport().run(head + probe_script(), ["sh"], deadline_s=30)
+    result = LocalTransport().run(shell_request(head + probe_script(), ["sh"]), deadline_s=30)
     assert result.exit_status != 0 and result.stdout == "" and "AMI_NONCE" in result.stderr
 
 
@@ -111,7 +111,7 @@ def test_probe_refuses_the_retired_root_option(tmp_path: Path, args: list[str]) 
     (image / "etc").mkdir(parents=True)
     (image / "etc" / "os-release").write_text("ID=planted\n")
     args = [str(image) if a == "IMAGE" else a for a in args]
-    result = LocalTransport().run(with_nonce(probe_script(), new_nonce()), args, deadline_s=30)
+    result = LocalTransport().run(shell_request(with_nonce(probe_script(), new_nonce()), args), deadline_s=30)
     assert result.exit_status == 64 and result.stdout == ""
     assert "--root" in result.stderr and "refusing to run" in result.stderr
 
@@ -128,8 +128,7 @@ def _fake_binary(directory: Path, sentinel: Path, owner: int = 0, mode: int = 0o
 
 def _binary_facts(path: Path, exec_versions: bool) -> dict:
     nonce = new_nonce()
-    args = probe_args(validate_binaries([str(path)]), exec_versions)
-    result = LocalTransport().run(with_nonce(probe_script(), nonce), args, deadline_s=30)
+    result = LocalTransport().run(probe_request([str(path)], exec_versions, nonce=nonce), deadline_s=30)
     sections, done = split_sections(result.stdout, nonce)
     assert done, result.stderr
     from auditor.collect.parsers.binaries import parse_binaries
@@ -217,7 +216,7 @@ def test_a_thread_name_with_a_newline_stays_one_row(tmp_path: Path) -> None:
                              "while time.time() < end: pass\n"])
     try:
         nonce = new_nonce()
-        result = LocalTransport().run(with_nonce(probe_script(), nonce), ["sh"], deadline_s=30)
+        result = LocalTransport().run(probe_request(["sh"], nonce=nonce), deadline_s=30)
         sections, done = split_sections(result.stdout, nonce)
         assert done, result.stderr
         threads = sections["cpu"].body.split("--- threads\n", 1)[1].split("\n")

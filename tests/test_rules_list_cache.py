@@ -225,6 +225,7 @@ def test_another_python_or_library_install_is_another_key(monkeypatch: pytest.Mo
     assert listcache.listing_key(RuleOptions()) != key
     monkeypatch.undo()
     real = listcache._libraries()
-    assert [name for name, *_ in real] == ["yaml", "jmespath", "jinja2"] and all(origin for _, origin, *_ in real)
+    assert [name for name, *_ in real] == ["yaml", "jmespath", "jinja2", "jsonschema_rs"]
+    assert all(origin for _, origin, *_ in real)
     monkeypatch.setattr(listcache, "_libraries", lambda: [[*real[0][:3], real[0][3] + 1], *real[1:]])  # upgraded
     assert listcache.listing_key(RuleOptions()) != key

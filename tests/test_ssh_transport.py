@@ -25,6 +25,7 @@ import pytest
 from auditor.errors import AuthFailed, HostKeyRejected, ProbeTimeout, Unreachable
 from auditor.models import HostSpec, SSHOptions
 from auditor.transport.ssh import SSHTransport, build_command, known_host_keys, resolve_route
+from tests.probe_requests import shell_request
 
 SSHD = "/usr/sbin/sshd"
 IN_CI = os.environ.get("CI") == "true"
@@ -177,7 +178,7 @@ def _no_agent(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _run(spec: HostSpec, script: str, args: list[str] | None = None, **kw: object):
     with SSHTransport(spec) as t:
-        return t.run(script, args or [], **kw)  # type: ignore[arg-type]
+        return t.run(shell_request(script, args or []), **kw)  # type: ignore[arg-type]
 
 
 # -- running ---------------------------------------------------------------------------------------
@@ -203,9 +204,9 @@ def test_args_arrive_literally(lab: Lab) -> None:
 
 def test_connection_is_reused_across_runs(lab: Lab) -> None:
     with SSHTransport(lab.spec()) as t:
-        first = t.run("echo $PPID", [])
+        first = t.run(shell_request("echo $PPID"))
         transport = t.connect()
-        second = t.run("echo again", [])
+        second = t.run(shell_request("echo again"))
         assert t.connect() is transport
     assert first.exit_status == 0 and second.stdout == "again\n"
 
@@ -239,7 +240,7 @@ def test_wall_clock_deadline(lab: Lab, user: str) -> None:
     spec = lab.spec(target=f"ssh://{user}@127.0.0.1:{lab.target.port}")
     started = time.monotonic()
     with pytest.raises(ProbeTimeout, match=r"within 1\.5s"), SSHTransport(spec) as t:
-        t.run("echo started; sleep 31.4159; echo never", [marker], deadline_s=1.5)
+        t.run(shell_request("echo started; sleep 31.4159; echo never", [marker]), deadline_s=1.5)
     elapsed = time.monotonic() - started
     assert 1.5 <= elapsed < 5, elapsed
 
@@ -374,7 +375,7 @@ def test_silent_listener_times_out_as_unreachable(lab: Lab) -> None:
 def test_proxy_jump_through_bastion(lab: Lab) -> None:
     spec = lab.spec(proxy_jump=f"root@127.0.0.1:{lab.bastion.port}")
     with SSHTransport(spec) as t:
-        res = t.run("echo via-bastion", [])
+        res = t.run(shell_request("echo via-bastion"))
         assert res.stdout == "via-bastion\n"
         assert len(t._clients) == 2
         # the target's connection rides on a channel of the bastion's connection
@@ -431,7 +432,7 @@ def test_hosts_behind_one_bastion_respect_its_max_startups(lab: Lab, tmp_path: P
         barrier.wait()
         try:
             with SSHTransport(spec) as t:
-                seen.append(int(t.run(script, []).stdout))
+                seen.append(int(t.run(shell_request(script)).stdout))
         except Exception as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(f"{type(exc).__name__}: {exc}")
 
@@ -487,7 +488,7 @@ Host jump
     route = resolve_route(behind)
     assert [(h.alias, h.port) for h in route] == [("jump", lab.bastion.port), ("web-behind", lab.target.port)]
     with SSHTransport(behind) as t:
-        assert t.run("echo behind", []).stdout == "behind\n"
+        assert t.run(shell_request("echo behind")).stdout == "behind\n"
         assert len(t._clients) == 2
 
 
@@ -498,7 +499,7 @@ def test_non_root_user_gets_sudo_n(lab: Lab) -> None:
     spec = lab.spec(target=f"ssh://{SUDO_USER}@127.0.0.1:{lab.target.port}")
     with SSHTransport(spec) as t:
         assert t.use_sudo
-        res = t.run('id -u; printf "%s|" "$@"', ["a b", "$(id)"])
+        res = t.run(shell_request('id -u; printf "%s|" "$@"', ["a b", "$(id)"]))
     assert res.exit_status == 0, res.stderr
     assert res.stdout == "0\na b|$(id)|"
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..options import SSM_DOCUMENT_NAME as DOCUMENT_NAME  # named once, in the neutral options
 from .api import pages
 
-DOCUMENT_NAME = "AmiAuditor-Probe"
 RUN_SHELL_SCRIPT = "AWS-RunShellScript"
 MAX_IDS_PER_COMMAND = 50  # SendCommand's documented limit; botocore does not enforce it
 MAX_TARGET_KEYS = 5  # SendCommand Targets: ≤ 5 keys, ≤ 50 values each (botocore checks neither)

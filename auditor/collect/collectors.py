@@ -1,4 +1,4 @@
-"""The collector registry: which probe sections feed which fact area, and how they are parsed."""
+"""The collector registry: each fact area's parse function; which sections feed it is section_list.py's."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ from .parsers.network import parse_network
 from .parsers.os_release import parse_os
 from .parsers.packages import parse_packages
 from .parsers.systemd import parse_systemd
+from .section_list import sections_for
 from .sections import Section, TamperedOutput, UnparsableOutput, kv_lines
 
 # Section statuses for "this facility is not on the host" (e.g. no systemctl; the probe and the image
 # reader) and for "a runtime fact, not applicable to an unbooted image" (the image reader only:
-# collect/image_sections.py; the probe audits only the live host it runs on).
+# auditor/image/sections.py; the probe audits only the live host it runs on).
 RC_NOT_AVAILABLE = 3
 RC_OFFLINE = 5
 NOT_APPLICABLE_IMAGE = "not applicable to an unbooted image (runtime fact)"
@@ -55,28 +56,27 @@ def _texts(sections: dict[str, Section], names: tuple[str, ...]) -> list[str]:
     return [sections[n].body if n in sections else "" for n in names]
 
 
+def _collector(area: str, parse: Callable[..., Any], unavailable: str = "not available on this host",
+               row_failures: Callable[[Any], list[str]] | None = None) -> Collector:
+    """A collector whose sections come from the one section list (section_list.py)."""
+    required, optional = sections_for(area)
+    return Collector(area, required, optional, parse, unavailable, row_failures)
+
+
 COLLECTORS: dict[str, Collector] = {
     c.area: c
     for c in (
-        Collector("os", ("os",), (), parse_os, "no os-release"),
-        Collector("kernel", ("kernel",), ("sysctl",), parse_kernel),
-        Collector(
-            "systemd",
-            ("systemd_version", "unit_files", "units"),
-            ("restart_journal",),
-            parse_systemd,
-            "systemd is not running (no systemctl or not booted with systemd)",
-        ),
-        Collector("cgroups", ("cgroups",), (), parse_cgroups),
-        Collector("binaries", ("binaries",), (), parse_binaries, row_failures=_failed_rows("binaries", "name")),
-        Collector("ecs", ("ecs",), (), parse_ecs),
-        Collector("hygiene", ("hygiene",), (), parse_hygiene),
-        Collector("network", ("network",), ("kernel_log",), parse_network,
-                  row_failures=_failed_rows("interfaces", "name")),
-        Collector("cpu", ("cpu",), (), parse_cpu),
-        Collector("cpu_stack", ("cpu_stack",), ("cpu",), parse_cpu_stack,
-                  "kernel stacks not available on this host"),
-        Collector("packages", ("packages",), (), parse_packages, "no dpkg or rpm"),
+        _collector("os", parse_os, "no os-release"),
+        _collector("kernel", parse_kernel),
+        _collector("systemd", parse_systemd, "systemd is not running (no systemctl or not booted with systemd)"),
+        _collector("cgroups", parse_cgroups),
+        _collector("binaries", parse_binaries, row_failures=_failed_rows("binaries", "name")),
+        _collector("ecs", parse_ecs),
+        _collector("hygiene", parse_hygiene),
+        _collector("network", parse_network, row_failures=_failed_rows("interfaces", "name")),
+        _collector("cpu", parse_cpu),
+        _collector("cpu_stack", parse_cpu_stack, "kernel stacks not available on this host"),
+        _collector("packages", parse_packages, "no dpkg or rpm"),
     )
 }
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import SNAPSHOT_SCHEMA
 from ..models import SEVERITIES
+from ..snapshotdoc import REQUIRED_KEYS, SNAPSHOT_KEYS
 
 SCALARS = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
 TYPES = frozenset({*SCALARS, "object", "list", "map"})
@@ -188,12 +189,12 @@ def _json_type(spec: FactSpec) -> dict[str, Any]:
 def snapshot_json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a snapshot document, generated from facts.yaml."""
     tree = fact_tree()
-    return {
+    doc: dict[str, Any] = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SNAPSHOT_SCHEMA,
         "title": "ami-auditor snapshot",
         "type": "object",
-        "required": ["schema", "name", "target", "collected_at", "host", "facts", "errors"],
+        "required": list(REQUIRED_KEYS),
         "properties": {
             "schema": {"const": SNAPSHOT_SCHEMA},
             "name": {"type": "string"},
@@ -211,6 +212,9 @@ def snapshot_json_schema() -> dict[str, Any]:
             },
         },
     }
+    if tuple(doc["properties"]) != SNAPSHOT_KEYS:  # one list of top-level keys (snapshotdoc.py)
+        raise SchemaError(f"snapshot properties {list(doc['properties'])} are not SNAPSHOT_KEYS {list(SNAPSHOT_KEYS)}")
+    return doc
 
 
 _HOT: dict[str, bool] = {}

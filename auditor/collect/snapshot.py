@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from .. import SNAPSHOT_SCHEMA
 from ..models import CommandResult, HostSpec
+from ..snapshotdoc import Facts, HostInfo, Snapshot
 from .collectors import COLLECTORS, run_collector
-from .image_sections import confinement_error
+from .parsers.confinement import confinement_error
 from .parsers.identity import parse_host
 from .sections import Section, split_sections
 
@@ -29,7 +30,7 @@ def now_iso() -> str:
 
 
 def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
-                   collected_at: str | None = None) -> dict[str, Any]:
+                   collected_at: str | None = None) -> Snapshot:
     """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None` (the other rows' facts
     when only some rows failed, such as one binary left unhashed); an area that does
     not apply to the target (runtime facts of an image) is `not_applicable[area]` (why) and `facts[area] = None`.
@@ -76,8 +77,8 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
             "stdout_bytes": len(result.stdout),
             "failed_areas": failed,  # collection went wrong there (not: the host lacks the facility)
         },
-        "host": host,
-        "facts": facts,
+        "host": cast(HostInfo, host),  # the parsers write what facts.yaml declares (tests/test_snapshot_types.py)
+        "facts": cast(Facts, facts),
         "errors": errors,
         "not_applicable": not_applicable,
     }

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ..colour import MODES
+from ..history.db import DEFAULT_SHOWN
 from ..models import SEVERITIES
-from ..options import DEFAULT_MIN_SCORE, DEFAULT_TOP, CompareOptions, JudgeOptions, RenderOptions
+from ..options import DEFAULT_MIN_SCORE, DEFAULT_TOP, CompareOptions, HistoryOptions, JudgeOptions, RenderOptions
 from ..render import RENDERERS
 from .rule_options import add_rule_options, rule_options
 
@@ -30,6 +31,20 @@ def add_compare_options(p: argparse.ArgumentParser) -> None:
                    help=f"symptom facts to list (default {DEFAULT_TOP})")
     g.add_argument("--min-split-score", type=float, default=DEFAULT_MIN_SCORE, metavar="S",
                    help=f"least association score for a split (default {DEFAULT_MIN_SCORE})")
+
+
+def add_store_options(p: argparse.ArgumentParser, what: str) -> argparse._ArgumentGroup:
+    """--store / --no-store: the history store `what` (a scan, an analysis) is recorded in."""
+    h = p.add_argument_group("history")
+    h.add_argument("--store", default=None, metavar="PATH",
+                   help=f"history store (SQLite) to record this {what} in and derive trend facts from "
+                        f"(default {DEFAULT_SHOWN}; see `ami-auditor history list`)")
+    h.add_argument("--no-store", action="store_true", help=f"do not record this {what} (no trend facts)")
+    return h
+
+
+def history_options(args: argparse.Namespace) -> HistoryOptions:
+    return HistoryOptions(store=args.store, no_store=args.no_store)
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:

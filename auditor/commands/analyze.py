@@ -16,6 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=0, metavar="N",
                    help="worker processes (default 0: one per CPU)")
     shared.add_judge_options(p)
+    shared.add_store_options(p, "analysis")
     shared.add_compare_options(p)
     shared.add_output_options(p)
     p.set_defaults(func=run)
@@ -26,4 +27,4 @@ def run(args: argparse.Namespace, env: Env) -> int:
 
     return analyze(AnalyzeOptions(dirs=tuple(args.dirs), jobs=args.jobs, fail_on=args.fail_on,
                                   judge=shared.judge_options(args), compare=shared.compare_options(args),
-                                  render=shared.render_options(args)), env)
+                                  render=shared.render_options(args), history=shared.history_options(args)), env)

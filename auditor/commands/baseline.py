@@ -10,6 +10,7 @@ from .. import exitcodes
 from ..atomicio import check_writable_file, write_text_atomic
 from ..context import Env
 from ..errors import InputError
+from ..snapshotdoc import Snapshot
 from .common import add_target_options, target_options
 
 
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cap.set_defaults(func=run_capture)
 
 
-def _snapshot(args: argparse.Namespace, env: Env) -> dict | int:
+def _snapshot(args: argparse.Namespace, env: Env) -> Snapshot | int:
     """The source snapshot, or an exit code when the host could not be reached."""
     from ..app import collect_host, redact_errors  # here, not at start-up: `--help` stays light
     from ..compare.sources import load_snapshot_file

@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..models import HostSpec
 from ..render.release_notes import FORMATS as RELEASE_FORMATS
 from ..render.release_notes import render as render_release_notes
+from ..snapshotdoc import Snapshot
 from .aws_options import REGION_RE, add_ami_options, aws_from_args, checked
 from .checks import MAX_DEADLINE_S, bounded_float
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # imported where used: `ami-auditor --help` does not load dee
     from ..compare.baseline import Baseline
     from ..compare.drift import Difference
 
-Side: TypeAlias = "Baseline | dict[str, Any] | HostSpec"
+Side: TypeAlias = "Baseline | Snapshot | HostSpec"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,7 +65,7 @@ def _side(text: str, inventory: dict[str, HostSpec]) -> Side:
     return next(iter(targets_from_args([text], check_paths=True)))
 
 
-def _collect(spec: HostSpec, deadline: float, env: Env) -> dict[str, Any] | None:
+def _collect(spec: HostSpec, deadline: float, env: Env) -> Snapshot | None:
     from ..app import collect_host, redact_errors
     from ..collect.probe import DEFAULT_BINARIES
 
@@ -75,7 +76,7 @@ def _collect(spec: HostSpec, deadline: float, env: Env) -> dict[str, Any] | None
     return result.snapshot
 
 
-def compare(a: Baseline | dict[str, Any], b: Baseline | dict[str, Any]) -> list[Difference]:
+def compare(a: Baseline | Snapshot, b: Baseline | Snapshot) -> list[Difference]:
     """Differences from A to B for any mix of baselines and snapshots."""
     from ..compare.baseline import Baseline
     from ..compare.drift import diff_flat, diff_views, drift_view, reverse
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
 
     inventory = {s.name: s for path in args.inventory for s in load_inventory(path, check_paths=True)}
     sides = [_side(args.a, inventory), _side(args.b, inventory)]
-    loaded: list[Baseline | dict[str, Any]] = []
+    loaded: list[Baseline | Snapshot] = []
     for side in sides:
         if isinstance(side, HostSpec):
             (side,) = with_ami_settings([side], aws_from_args(args))

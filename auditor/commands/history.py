@@ -1,4 +1,4 @@
-"""`ami-auditor history list|show|trend|import`: the scans recorded in the SQLite history store."""
+"""`ami-auditor history list|show|trend|report|import`: the scans recorded in the SQLite history store."""
 
 from __future__ import annotations
 
@@ -7,15 +7,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..atomicio import check_writable_file, write_text_atomic
 from ..context import Env
 from ..errors import InputError
-from ..history import query, series, trends
+from ..history import charts, query, series, trends
 from ..history.conn import Store
 from ..history.db import DEFAULT_SHOWN, default_path, open_store
 from ..history.importer import import_folder
 from ..history.values import integer
+from ..snapshotdoc import Snapshot
 from ..textsafe import one_line
 from .checks import bounded_int
+
+REPORT_FORMATS = ("html", "json")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -24,7 +28,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("history", help="scans recorded in the history store: list, show, trend, import")
+    p = sub.add_parser("history", help="scans recorded in the history store: list, show, trend, report, import")
     hsub = p.add_subparsers(dest="history_command", metavar="ACTION", parser_class=type(p))
     hsub.required = True
     ls = hsub.add_parser("list", help="recorded scans, oldest first (by scan id)")
@@ -44,6 +48,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     trend.add_argument("--last", type=bounded_int(0, 10**6), default=0, metavar="N", help="only the last N scans")
     _common(trend)
     trend.set_defaults(func=run_trend)
+    rep = hsub.add_parser("report", help="the fleet's trends over the recorded scans as one page (HTML: "
+                                         "pictures and tables, no script needed) or JSON")
+    rep.add_argument("--store", default=None, metavar="PATH", help=f"history store (default {DEFAULT_SHOWN})")
+    rep.add_argument("--format", choices=REPORT_FORMATS, default="html", help="html (default) or json")
+    rep.add_argument("--out", default=None, metavar="FILE|DIR",
+                     help="write here (a directory gets history.<ext>); stdout without it")
+    rep.add_argument("--last", type=bounded_int(1, 10**4), default=charts.DEFAULT_LAST, metavar="N",
+                     help=f"the last N complete scans (default {charts.DEFAULT_LAST})")
+    rep.add_argument("--top", type=bounded_int(1, 50), default=charts.DEFAULT_TOP, metavar="K",
+                     help=f"lines per chart: the K hosts or units with the largest latest value, the rest "
+                          f"summarized (default {charts.DEFAULT_TOP})")
+    rep.set_defaults(func=run_report)
     imp = hsub.add_parser("import", help="record the reports of a `scan --history DIR` folder (oldest first)")
     imp.add_argument("directory", metavar="DIR")
     _common(imp)
@@ -118,7 +134,7 @@ def _points(conn: Store, path: Path, fact: str, host: str | None, last: int) -> 
     """(scan id, time, host, value, labels) per stored snapshot; trend facts are derived again in order."""
     steps = series.parse_path(fact)
     rows = query.host_series(conn, path, host, last)
-    previous: dict[str, tuple[int, dict[str, Any]]] = {}
+    previous: dict[str, tuple[int, Snapshot]] = {}
     seen: dict[str, int] = {}
     out = []
     for scan_id, at, name, snap in rows:
@@ -180,4 +196,37 @@ def run_import(args: argparse.Namespace, env: Env) -> int:
         env.out(json.dumps({"store": str(path), "imported": added, "skipped": skipped}, indent=2))
     else:
         env.out(f"imported {len(added)} scans into {path}" + (f" ({len(skipped)} already there)" if skipped else ""))
+    return 0
+
+
+def _report_target(out: str | None, fmt: str) -> Path | None:
+    """--out: a directory (existing, or named with a trailing /) gets history.<ext>; else the file itself."""
+    if out is None:
+        return None
+    target = Path(out).expanduser()
+    if target.is_dir() or out.endswith("/"):
+        target = target / f"history.{fmt}"
+    check_writable_file(target, "--out")
+    return target
+
+
+def run_report(args: argparse.Namespace, env: Env) -> int:
+    path = _path(args)
+    target = _report_target(args.out, args.format)  # bad --out is exit 2 before the store is read
+    conn = open_store(path, create=False)
+    try:
+        doc = charts.fleet_trends(conn, path, args.last, args.top)
+    finally:
+        conn.close()
+    if args.format == "json":
+        text = json.dumps({"schema": "ami-auditor/history-report/1", **doc}, indent=1, ensure_ascii=False)
+    else:
+        from ..render import history_html  # jinja2 and the templates only for this command
+
+        text = history_html.render(doc)
+    if target is None:
+        env.write(text if text.endswith("\n") else text + "\n")
+    else:
+        write_text_atomic(target, text if text.endswith("\n") else text + "\n")
+        env.err(f"wrote {target}")
     return 0

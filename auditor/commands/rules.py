@@ -64,8 +64,6 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
 
 
 def run_check(args: argparse.Namespace, env: Env) -> int:
-    from ..compare.sources import load_snapshot_file
-    from ..judge.engine import Judge
     from ..judge.rules import RuleSet, rule_files
     from ..judge.stage import load_ruleset
     from ..judge.waivers import load_waivers
@@ -82,19 +80,40 @@ def run_check(args: argparse.Namespace, env: Env) -> int:
     mine = [r for r in ruleset.rules if r.source in own]
     env.out(f"{args.path}: OK — {len(mine)} rule(s) valid ({', '.join(r.id for r in mine)})")
     if args.snapshot:
-        judge = Judge(RuleSet(mine, ruleset.packs, ruleset.files))
-        snaps = []
-        for path in args.snapshot:
-            snap = load_snapshot_file(path)
-            snaps.append(snap)
-            findings = judge.judge(snap)
-            env.out(f"{path} ({snap.get('name')}): {len(findings)} finding(s)")
-            _show_findings(env, findings)
-        if any(r.fleet is not None for r in mine):  # fleet rules: over all the snapshots given
-            findings = judge.judge_fleet(snaps)
-            env.out(f"fleet rules over {len(snaps)} snapshot(s): {len(findings)} finding(s)")
-            _show_findings(env, findings, host=True)
+        _try_on_snapshots(env, RuleSet(mine, ruleset.packs, ruleset.files), args.snapshot)
     return 0
+
+
+def _try_on_snapshots(env: Env, ruleset: RuleSet, paths: list[str]) -> None:
+    """The rules over saved snapshots through the evaluation core (as scan and analyze judge them, trend facts
+    empty: no store), findings per snapshot, then the fleet rules' over all of them. No waiver applies."""
+    from ..collect.snapshot import now_iso
+    from ..compare.sources import load_snapshot_file
+    from ..compare.stage import ComparePlan
+    from ..evaluate.core import EvalPlan, evaluate
+    from ..evaluate.files import as_result
+    from ..history.feed import Feed
+    from ..judge.stage import JudgePlan
+
+    snaps = [(path, load_snapshot_file(path)) for path in paths]  # bad input: exit 2 before any is judged
+    hosts = [as_result(snap, path) for path, snap in snaps]
+    report = evaluate(EvalPlan(JudgePlan(ruleset), ComparePlan(), None), hosts, now_iso(), sidecar=Feed(None))
+    fleet_rules = {r.id for r in ruleset.rules if r.fleet is not None}
+    by_host: dict[str, list[Finding]] = {}
+    for f in report.findings:
+        if f.rule not in fleet_rules:
+            by_host.setdefault(f.host, []).append(f)
+    for (path, snap), host in zip(snaps, report.hosts):
+        if host.status != "ok":
+            env.out(f"{path} ({host.name}): {host.status}: {host.error}")
+            continue
+        findings = by_host.pop(host.name, [])
+        env.out(f"{path} ({snap.get('name')}): {len(findings)} finding(s)")
+        _show_findings(env, findings)
+    if fleet_rules:  # fleet rules: over all the snapshots given
+        findings = [f for f in report.findings if f.rule in fleet_rules]
+        env.out(f"fleet rules over {len(snaps)} snapshot(s): {len(findings)} finding(s)")
+        _show_findings(env, findings, host=True)
 
 
 def _show_findings(env: Env, findings: list[Finding], host: bool = False) -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 
 from ..context import Env
-from ..history.db import DEFAULT_SHOWN
-from ..options import HistoryOptions, NotifyOptions, ScanOptions
+from ..options import NotifyOptions, ScanOptions
 from .analysis_options import (
     add_compare_options,
     add_judge_options,
     add_output_options,
+    add_store_options,
     compare_options,
+    history_options,
     judge_options,
     render_options,
 )
@@ -26,11 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("scan", help="collect, judge with rules, compare, and report")
     add_target_options(p)
     add_judge_options(p)
-    h = p.add_argument_group("history")
-    h.add_argument("--store", default=None, metavar="PATH",
-                   help="history store (SQLite) to record this scan in and derive trend facts from "
-                        f"(default {DEFAULT_SHOWN}; see `ami-auditor history list`)")
-    h.add_argument("--no-store", action="store_true", help="do not record this scan (no trend facts)")
+    h = add_store_options(p, "scan")
     h.add_argument("--notify", action="append", default=[],
                    metavar="sns:ARN|webhook:URL|securityhub[:REGION]|ssm-compliance[:REGION]",
                    help="alert on findings first seen in this scan, or keep Security Hub / SSM Compliance in "
@@ -46,7 +43,7 @@ def scan_options(args: argparse.Namespace) -> ScanOptions:
         targets=target_options(args),
         fail_on=args.fail_on,
         judge=judge_options(args),
-        history=HistoryOptions(store=args.store, no_store=args.no_store),
+        history=history_options(args),
         notify=NotifyOptions(targets=tuple(args.notify)),
         compare=compare_options(args),
         render=render_options(args),

@@ -11,7 +11,8 @@ expect:
   facts.binaries[kubelet].version: {pattern: 'Kubernetes v1\\.29\\.\\d+-eks-.*'}
   facts.kernel.thp_enabled: [madvise, never]
 ```
-Every problem is an InputError naming the file and line (exit 2).
+Every problem is an InputError naming the file and line (exit 2). The shape is declared in
+schemas/baseline.schema.json (checked first); the code checks fact paths, volatility, value types, patterns.
 
 Patterns are compiled with RE2 (google-re2), which matches in time linear in the input: a hostile pattern
 such as `(a|aa)+` cannot backtrack exponentially on a host's value. RE2 lacks backreferences and
@@ -28,13 +29,13 @@ from typing import Any
 import re2  # type: ignore[import-untyped]
 
 from ..errors import InputError
-from ..yamlload import LineDict, LineList, line_of, load_yaml_file
+from ..factpath import area_of
+from ..inputschema import Form, check, json_view
+from ..yamlload import LineDict, LineList, load_yaml_file
 from .normalize import leaf_spec
 
 BASELINE_SCHEMA = "ami-auditor/baseline/1"
-TOP_KEYS = ("baseline", "source", "complete", "ignore", "expect")
-SOURCE_KEYS = ("host", "target", "captured_at", "ami_id", "tool_version", "snapshot_collected_at")
-_SCALAR = (str, int, float, bool)
+BASELINE_FORM = Form("baseline", "the baseline", {"expect": ("fact", None)})  # an expect entry: by its path
 
 
 @dataclass(frozen=True)
@@ -122,10 +123,6 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _fail(message: str, path: str, node: Any, key: Any = None) -> InputError:
-    return InputError(message, path, line_of(node, key))
-
-
 def _coerce(value: Any, kind: str, where: str, file: str, line: int | None) -> Any:
     """Match YAML's scalar typing to the fact's declared type (unquoted 60 for a string fact is "60")."""
     if value is None:
@@ -146,6 +143,7 @@ def _coerce(value: Any, kind: str, where: str, file: str, line: int | None) -> A
 
 
 def _expect(path: str, raw: Any, file: str, line: int | None) -> Expect:
+    """One `expect` entry (its shape checked by the schema): a known, stable fact; values of its type."""
     resolved = leaf_spec(path)
     if resolved is None:
         raise InputError(f"unknown fact path {path!r} (see auditor/collect/facts.yaml)", file, line)
@@ -153,82 +151,40 @@ def _expect(path: str, raw: Any, file: str, line: int | None) -> Expect:
     if spec.volatile:
         raise InputError(f"{path} is volatile (it changes on its own) and cannot be baselined", file, line)
     if isinstance(raw, LineDict):
-        if set(raw) != {"pattern"} or not isinstance(raw["pattern"], str):
-            raise InputError(f"{path}: a mapping value must be exactly {{pattern: REGEX}}", file, line)
         return Expect(path, pattern=compile_pattern(raw["pattern"], path, file, line), line=line)
     if isinstance(raw, LineList):
-        if not raw:
-            raise InputError(f"{path}: an empty list allows nothing; delete the line instead", file, line)
-        values = []
-        for i, item in enumerate(raw):
-            if not isinstance(item, _SCALAR):
-                raise InputError(f"{path}: allowed values must be scalars", file, raw.line_of(i))
-            values.append(_coerce(item, kind, path, file, raw.line_of(i)))
-        return Expect(path, tuple(values), line=line)
-    if raw is not None and not isinstance(raw, _SCALAR):
-        raise InputError(f"{path}: unsupported value {raw!r}", file, line)
+        return Expect(path, tuple(_coerce(item, kind, path, file, raw.line_of(i)) for i, item in enumerate(raw)),
+                      line=line)
     return Expect(path, (_coerce(raw, kind, path, file, line),), line=line)
-
-
-def _string_list(doc: LineDict, key: str, file: str) -> list[tuple[str, int | None]]:
-    raw = doc.get(key)
-    if raw is None:
-        return []
-    if not isinstance(raw, LineList):
-        raise _fail(f"`{key}` must be a list of strings", file, doc, key)
-    out: list[tuple[str, int | None]] = []
-    for i, item in enumerate(raw):
-        if not isinstance(item, str) or not item:
-            raise InputError(f"`{key}` items must be non-empty strings", file, raw.line_of(i))
-        out.append((item, raw.line_of(i)))
-    return out
 
 
 def _complete(doc: LineDict, file: str) -> tuple[str, ...]:
     from .normalize import collection_spec
 
-    out = []
-    for item, line in _string_list(doc, "complete", file):
+    raw = doc.get("complete") or LineList()
+    for i, item in enumerate(raw):
         if collection_spec(item) is None:
-            raise InputError(f"`complete`: {item!r} is not a keyed list, set or map of the fact schema", file, line)
-        out.append(item)
-    return tuple(out)
+            raise InputError(f"`complete`: {item!r} is not a keyed list, set or map of the fact schema", file,
+                             raw.line_of(i))
+    return tuple(raw)
 
 
 def parse_baseline(doc: Any, file: str) -> Baseline:
     """Validate a parsed baseline document (from load_yaml_*)."""
     if doc is None:
         raise InputError("empty baseline file", file, 1)
-    if not isinstance(doc, LineDict):
-        raise InputError("a baseline must be a mapping with `baseline:` and `expect:`", file, line_of(doc) or 1)
-    for key in doc:
-        if key not in TOP_KEYS:
-            raise _fail(f"unknown key {key!r} (expected one of: {', '.join(TOP_KEYS)})", file, doc, key)
-    if doc.get("baseline") != BASELINE_SCHEMA:
-        line = doc.line_of("baseline") if "baseline" in doc else doc.line
-        raise InputError(f"not a baseline: expected `baseline: {BASELINE_SCHEMA}`", file, line)
-    source = doc.get("source") or LineDict()
-    if not isinstance(source, LineDict):
-        raise _fail("`source` must be a mapping", file, doc, "source")
-    for key, value in source.items():
-        if key not in SOURCE_KEYS:
-            raise _fail(f"`source`: unknown key {key!r}", file, source, key)
-        if value is not None and not isinstance(value, _SCALAR):
-            raise _fail(f"`source.{key}` must be a scalar", file, source, key)
-    expect_raw = doc.get("expect")
-    if not isinstance(expect_raw, LineDict):
-        raise _fail("`expect` must be a mapping of fact path → expected value", file, doc,
-                    "expect" if "expect" in doc else None)
+    check(doc, BASELINE_FORM, file)  # the declared format first: keys, version, value shapes
     expect = {}
-    for path, raw in expect_raw.items():
-        line = expect_raw.line_of(path)
+    for path, raw in doc["expect"].items():
+        line = doc["expect"].line_of(path)
         if not isinstance(path, str):
             raise InputError(f"fact path must be a string, got {path!r}", file, line)
         expect[path] = _expect(path, raw, file, line)
-    ignore = tuple(glob for glob, _ in _string_list(doc, "ignore", file))
+    ignore = tuple(doc.get("ignore") or ())
     complete = _complete(doc, file)
-    areas = frozenset(p.split(".")[1].split("[")[0] for p in [*expect, *complete])
-    return Baseline(file, {k: v for k, v in source.items() if v is not None}, expect, complete, ignore, areas)
+    areas = frozenset(area_of(p) for p in [*expect, *complete])
+    source = {k: json_view(v) for k, v in (doc.get("source") or {}).items() if v is not None}
+    return Baseline(file, source, expect, complete, ignore, areas)
 
 
 def load_baseline(path: str) -> Baseline:

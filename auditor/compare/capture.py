@@ -9,8 +9,10 @@ import yaml
 
 from .. import __version__
 from ..collect.snapshot import now_iso
+from ..factpath import area_of, parse
+from ..snapshotdoc import Snapshot
 from .baseline import BASELINE_SCHEMA
-from .normalize import normalize, split_path
+from .normalize import normalize
 
 # Facts a baseline pins by default (goss-`add` style): configuration, not runtime state or identity.
 DEFAULT_FACTS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
@@ -55,7 +57,7 @@ def select(flat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def capture(snapshot: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def capture(snapshot: Snapshot) -> tuple[dict[str, Any], dict[str, Any]]:
     """(source header, expected facts) for a snapshot."""
     host = snapshot.get("host") or {}
     source = {
@@ -73,24 +75,20 @@ def _dump(data: Any) -> str:
     return yaml.safe_dump(data, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 16)
 
 
-def _section(path: str) -> str:
-    return path.split(".")[1].split("[")[0]
-
-
 def render(source: dict[str, Any], expect: dict[str, Any], unknown: list[str] | None = None) -> str:
     """The baseline YAML text: header comment, source, complete, ignore, then facts by section."""
     lines = [HEADER, _dump({"baseline": BASELINE_SCHEMA}), _dump({"source": source}),
-             _dump({"complete": [c for c in DEFAULT_COMPLETE if _section(c) not in (unknown or ())]}),
+             _dump({"complete": [c for c in DEFAULT_COMPLETE if area_of(c) not in (unknown or ())]}),
              "ignore: []\n"]
     if unknown:
         lines.append(f"# not captured (collector failed on the source host): {', '.join(unknown)}\n")
     lines.append("expect:\n")
     order = {name: i for i, name in enumerate(SECTIONS)}
-    paths = sorted(expect, key=lambda p: (order.get(_section(p), len(order)), split_path(p)[0] or "", p))
+    paths = sorted(expect, key=lambda p: (order.get(area_of(p), len(order)), parse(p).collection or "", p))
     current = None
     for path in paths:
-        if _section(path) != current:
-            current = _section(path)
+        if area_of(path) != current:
+            current = area_of(path)
             lines.append(f"  # {current}\n")
         lines.append("  " + _dump({path: expect[path]}))
     return "".join(lines)

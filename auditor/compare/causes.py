@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..chaingraph import upstream as rules_upstream
+from ..factpath import parse
 from ..models import Finding
-from .normalize import split_path
 
 SUBJECT, UPSTREAM, OTHER = 0, 1, 2
 RELATION = {SUBJECT: "subject", UPSTREAM: "upstream"}
@@ -29,7 +29,7 @@ class Scope:
     items: frozenset[str] = frozenset()
 
     def covers(self, path: str, by_item: bool) -> bool:
-        _, key, _ = split_path(path)
+        key = parse(path).key
         if self.items and key is not None:
             if by_item:  # the symptom's own subject: that unit/binary in any area
                 return key in self.items
@@ -66,7 +66,7 @@ def causes_for(symptom_rule: str | None, symptom_key: str | None, hosts: set[str
     """The tiers for a symptom: a rule (its findings on `hosts` name the subject), or a `facts.…` key."""
     if symptom_rule is None:
         if symptom_key and symptom_key.startswith("facts."):
-            _, key, _ = split_path(symptom_key)
+            key = parse(symptom_key).key
             return Causes(Scope((symptom_key,), frozenset({key}) if key else frozenset()))
         return Causes()
     rules = list(rules)

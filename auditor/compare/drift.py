@@ -7,11 +7,12 @@ from typing import Any
 
 from deepdiff import DeepDiff
 
+from ..factpath import area_of, parse, row
 from ..models import DriftItem, severity_rank
 from .baseline import Baseline
 from .capture import select
 from .index import FleetIndex
-from .normalize import NormalView, row_path, split_path
+from .normalize import NormalView
 from .severity import drift_severity
 
 
@@ -30,11 +31,11 @@ def nest(flat: dict[str, Any]) -> dict[str, Any]:
     """{path: v} → {plain path: v, collection: {row key: {field: v}}} (field "" = the row's own value)."""
     out: dict[str, Any] = {}
     for path, value in flat.items():
-        collection, key, fld = split_path(path)
-        if collection is None:
+        fp = parse(path)
+        if fp.collection is None:
             out[path] = value
         else:
-            out.setdefault(collection, {}).setdefault(key, {})[fld] = value
+            out.setdefault(fp.collection, {}).setdefault(fp.key, {})[fp.field] = value
     return out
 
 
@@ -52,14 +53,14 @@ def _plain(value: Any) -> Any:
 def _flat_path(keys: list[Any]) -> str:
     if len(keys) == 1:
         return str(keys[0])
-    return row_path(str(keys[0]), str(keys[1]), str(keys[2]) if len(keys) > 2 else "")
+    return row(str(keys[0]), str(keys[1]), str(keys[2]) if len(keys) > 2 else "").format()
 
 
 def _expand(keys: list[Any], value: Any) -> list[tuple[str, Any]]:
     """A whole collection added/removed at depth 1 becomes one entry per row."""
-    if len(keys) == 1 and isinstance(value, dict) and split_path(f"{keys[0]}[x]")[0] is not None \
+    if len(keys) == 1 and isinstance(value, dict) and parse(f"{keys[0]}[x]").is_row \
             and all(isinstance(v, dict) for v in value.values()):
-        return [(row_path(str(keys[0]), str(k)), v) for k, v in value.items()]
+        return [(row(str(keys[0]), str(k)).format(), v) for k, v in value.items()]
     return [(_flat_path(keys), value)]
 
 
@@ -107,17 +108,17 @@ def drift_view(baseline: Baseline, view: NormalView) -> list[Difference]:
     the host is one `unknown` item, never a pass; an area not applicable to it (an image's runtime
     facts) is not checked.
     """
-    out = [Difference(f"facts.{area}", "unknown", f"{sum(_area(p) == area for p in baseline.expect)} baseline facts",
+    out = [Difference(f"facts.{area}", "unknown", f"{sum(area_of(p) == area for p in baseline.expect)} baseline facts",
                       None, "medium") for area in sorted(baseline.areas & view.unknown)]
     expected: dict[str, Any] = {}
     actual: dict[str, Any] = {}
     listed: dict[str, set[str]] = {}
     for path, exp in baseline.expect.items():
-        if _area(path) in view.unknown or _area(path) in view.not_applicable or baseline.ignored(path):
+        if area_of(path) in view.unknown or area_of(path) in view.not_applicable or baseline.ignored(path):
             continue
-        collection, key, _ = split_path(path)
-        if collection is not None and key is not None:
-            listed.setdefault(collection, set()).add(key)
+        fp = parse(path)
+        if fp.collection is not None and fp.key is not None:
+            listed.setdefault(fp.collection, set()).add(fp.key)
         have = view.flat.get(path, _MISSING)
         if have is not _MISSING:
             actual[path] = have
@@ -125,9 +126,9 @@ def drift_view(baseline: Baseline, view: NormalView) -> list[Difference]:
     if baseline.complete:
         chosen = select(view.flat)
         for path, value in chosen.items():
-            collection, key, _ = split_path(path)
-            if collection in baseline.complete and key not in listed.get(collection, ()) \
-                    and _area(path) not in view.unknown | view.not_applicable and not baseline.ignored(path):
+            fp = parse(path)
+            if fp.collection in baseline.complete and fp.key not in listed.get(fp.collection or "", ()) \
+                    and area_of(path) not in view.unknown | view.not_applicable and not baseline.ignored(path):
                 actual[path] = value
     out.extend(_as_expected(baseline, diff_flat(expected, actual)))
     return _sorted(out)
@@ -148,10 +149,6 @@ def _as_expected(baseline: Baseline, items: list[Difference]) -> list[Difference
 _MISSING = object()
 
 
-def _area(path: str) -> str:
-    return path.split(".")[1].split("[")[0]
-
-
 def diff_views(a: NormalView, b: NormalView) -> list[Difference]:
     """Everything that differs from view `a` to view `b`; an area unknown on either side is one item, an
     area not applicable to either side (an image's runtime facts) is left out: it is not a difference."""
@@ -159,8 +156,8 @@ def diff_views(a: NormalView, b: NormalView) -> list[Difference]:
     unknown = (a.unknown | b.unknown) - skip
     out = [Difference(f"facts.{area}", "unknown", "unknown" if area in a.unknown else "known",
                       "unknown" if area in b.unknown else "known", "medium") for area in sorted(unknown)]
-    keep_a = {p: v for p, v in a.flat.items() if _area(p) not in unknown | skip}
-    keep_b = {p: v for p, v in b.flat.items() if _area(p) not in unknown | skip}
+    keep_a = {p: v for p, v in a.flat.items() if area_of(p) not in unknown | skip}
+    keep_b = {p: v for p, v in b.flat.items() if area_of(p) not in unknown | skip}
     return _sorted(out + diff_flat(keep_a, keep_b))
 
 

@@ -6,11 +6,14 @@ it by its host count, so cost grows with distinct configurations, not with hosts
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
-from .normalize import ABSENT, NormalView, area_of, display, normalize
+from ..snapshotdoc import Snapshot
+from .normalize import ABSENT, NormalView, area_of, display, normalize, stable_key
 
 
 @dataclass
@@ -47,13 +50,13 @@ class FleetIndex:
         return list(self.host_config)
 
 
-def host_attrs(snapshot: dict[str, Any], keys: Sequence[str]) -> dict[str, str]:
+def host_attrs(snapshot: Snapshot, keys: Sequence[str]) -> dict[str, str]:
     """Labels first, then host facts (az, az_id, ami_id, instance_type, …), as strings."""
     labels = snapshot.get("labels") or {}
     host = snapshot.get("host") or {}
     out = {}
     for key in keys:
-        value = labels.get(key)
+        value: object = labels.get(key)
         if value is None and key != "name":
             value = host.get(key)
         if key == "name":
@@ -63,25 +66,109 @@ def host_attrs(snapshot: dict[str, Any], keys: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def index_snapshots(snapshots: Iterable[dict[str, Any]], keys: Sequence[str] = ()) -> FleetIndex:
-    """Normalize each snapshot once and group hosts by identical views (a snapshot may be dropped after)."""
-    configs: list[Config] = []
-    by_identity: dict[Any, int] = {}
-    host_config: dict[str, int] = {}
+ViewRef = tuple[int, int]  # (process id, that process's view number)
+
+
+class ViewMemo:
+    """One process's normalized views: `normalize` runs once per stable key (normalize.stable_key), and each
+    distinct view gets a number once, so a worker sends a view to its parent once, then only its number."""
+
+    def __init__(self) -> None:
+        self._pid = os.getpid()
+        self._by_key: dict[bytes, int] = {}
+        self._by_identity: dict[Any, int] = {}
+
+    def _forked(self) -> None:
+        """In a forked worker: the parent's numbers are not this process's."""
+        self._pid = os.getpid()
+        self._by_key.clear()
+        self._by_identity.clear()
+
+    def ref(self, snapshot: Snapshot) -> tuple[ViewRef, NormalView | None]:
+        """The snapshot's view number, and the view itself when this process has not numbered it before."""
+        if self._pid != os.getpid():
+            self._forked()
+        key = stable_key(snapshot)
+        number = self._by_key.get(key) if key is not None else None
+        view = None
+        if number is None:
+            view = normalize(snapshot)
+            ident = view.identity()
+            number = self._by_identity.get(ident)
+            if number is None:
+                number = self._by_identity[ident] = len(self._by_identity)
+            else:
+                view = None
+            if key is not None:
+                self._by_key[key] = number
+        return (self._pid, number), view
+
+
+class IndexBuilder:
+    """The one fleet-index builder: views adopted by content (their shared parts re-numbered by content,
+    never by a worker's counter), hosts placed on them; a second host of the same name is refused."""
+
+    def __init__(self) -> None:
+        self.configs: list[Config] = []
+        self._by_identity: dict[Any, int] = {}
+        self._by_ref: dict[ViewRef, int] = {}
+        self._part_tokens: dict[Any, int] = {}
+        self._tokens = count()
+        self.host_config: dict[str, int] = {}
+
+    def known(self, ref: ViewRef) -> bool:
+        return ref in self._by_ref
+
+    def adopt(self, ref: ViewRef, view: NormalView) -> None:
+        """Map a process's view number to this index's configuration of the same content."""
+        parts = []
+        for _, items in view.parts:
+            token = self._part_tokens.get(items)
+            if token is None:
+                token = self._part_tokens[items] = next(self._tokens)
+            parts.append((token, items))
+        mine = NormalView(view.rest, tuple(parts), view.unknown, view.not_applicable)
+        ident = mine.identity()
+        index = self._by_identity.get(ident)
+        if index is None:
+            index = self._by_identity[ident] = len(self.configs)
+            self.configs.append(Config(mine))
+        self._by_ref[ref] = index
+
+    def place(self, name: str, ref: ViewRef) -> bool:
+        """Put host `name` on the configuration of `ref` (adopted before); False when the name is taken."""
+        if name in self.host_config:
+            return False
+        index = self._by_ref[ref]
+        self.configs[index].hosts.append(name)
+        self.host_config[name] = index
+        return True
+
+    def index(self, attrs: dict[str, dict[str, str]], order: Sequence[str] | None = None) -> FleetIndex:
+        """The fleet index; with `order` (host names), configurations and their hosts in that order, so
+        the index does not depend on the order hosts arrived in."""
+        if order is None:
+            return FleetIndex(self.configs, self.host_config, attrs)
+        rank = {name: i for i, name in enumerate(order)}
+        configs = [Config(c.view, sorted(c.hosts, key=rank.__getitem__)) for c in self.configs if c.hosts]
+        configs.sort(key=lambda c: rank[c.hosts[0]])
+        host_config = {name: i for i, c in enumerate(configs) for name in c.hosts}
+        return FleetIndex(configs, {name: host_config[name] for name in order if name in host_config}, attrs)
+
+
+def index_snapshots(snapshots: Iterable[Snapshot], keys: Sequence[str] = ()) -> FleetIndex:
+    """The fleet index of in-memory snapshots (the builder above; a library helper for tests and benchmarks:
+    the evaluation core turns a repeated host name into an `error` host, here it is a ValueError)."""
+    memo, builder = ViewMemo(), IndexBuilder()
     attrs: dict[str, dict[str, str]] = {}
     plain_keys = [k for k in keys if not k.startswith("facts.")]
     for snap in snapshots:
         name = str(snap.get("name"))
-        if name in host_config:
+        ref, view = memo.ref(snap)
+        if view is not None:
+            builder.adopt(ref, view)
+        if not builder.place(name, ref):
             raise ValueError(f"host {name!r} appears twice")
-        view = normalize(snap)
-        ident = view.identity()
-        index = by_identity.get(ident)
-        if index is None:
-            index = by_identity[ident] = len(configs)
-            configs.append(Config(view))
-        configs[index].hosts.append(name)
-        host_config[name] = index
         if plain_keys:
             attrs[name] = host_attrs(snap, plain_keys)
-    return FleetIndex(configs, host_config, attrs)
+    return builder.index(attrs)

@@ -15,16 +15,20 @@ import hashlib
 import json
 import marshal
 import operator
-import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import count
 from typing import Any
 
 from ..collect.schema import FactSpec, fact_tree
+from ..factpath import area_of as area_of  # re-exported: compare/index.py reads it from here
+from ..factpath import parse as parse_path
+from ..snapshotdoc import Snapshot
 
 ABSENT = "(absent)"  # display value of a fact a host does not have (its area is known)
-_ROW = re.compile(r"^(?P<coll>.*?)\[(?P<key>[^\]]*)\](?:\.(?P<field>[^\[]+))?$")
+
+
+_Part = tuple[int, tuple[tuple[str, Any], ...]]  # a shared list's token and its {path: value} items
 
 
 @dataclass(frozen=True)
@@ -53,28 +57,6 @@ class NormalView:
                 frozenset(self.rest.items()))
 
 
-def area_of(path: str) -> str:
-    """`facts.systemd.units[x].name` → `systemd`."""
-    parts = path.split(".", 2)
-    return re.split(r"[\[.]", parts[1], maxsplit=1)[0] if len(parts) > 1 else path
-
-
-def split_path(path: str) -> tuple[str | None, str | None, str]:
-    """(collection, row key, field) of a row path, else (None, None, path) for a plain fact.
-
-    `facts.systemd.units[ecs.service].active_state` → (`facts.systemd.units`, `ecs.service`, `active_state`);
-    `facts.kernel.sysctls[vm.swappiness]` → (`facts.kernel.sysctls`, `vm.swappiness`, ``).
-    """
-    m = _ROW.match(path)
-    if not m:
-        return None, None, path
-    return m["coll"], m["key"], m["field"] or ""
-
-
-def row_path(collection: str, key: str, field: str = "") -> str:
-    return f"{collection}[{key}].{field}" if field else f"{collection}[{key}]"
-
-
 def display(value: Any) -> str:
     """A value as a short string (for value counts and evidence): strings as-is, others as JSON."""
     if isinstance(value, str):
@@ -84,7 +66,7 @@ def display(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any], parts: list | None = None) -> None:
+def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any], parts: list[_Part] | None = None) -> None:
     if value is None or spec.volatile:
         return
     kind = spec.type
@@ -104,7 +86,7 @@ def _walk(spec: FactSpec, value: Any, path: str, out: dict[str, Any], parts: lis
         out[path] = value
 
 
-def _walk_list(spec: FactSpec, rows: list, path: str, out: dict[str, Any], parts: list | None) -> None:
+def _walk_list(spec: FactSpec, rows: list[Any], path: str, out: dict[str, Any], parts: list[_Part] | None) -> None:
     """Lists of rows, memoized by their sorted stable content: a fleet has few distinct unit/package lists."""
     getter = _stable_getter(spec)
     memo_key: tuple[str, tuple[Any, ...]] | None
@@ -127,7 +109,7 @@ def _walk_list(spec: FactSpec, rows: list, path: str, out: dict[str, Any], parts
         out.update(hit[1])
 
 
-def _walk_rows(spec: FactSpec, rows: list, path: str, out: dict[str, Any]) -> None:
+def _walk_rows(spec: FactSpec, rows: list[Any], path: str, out: dict[str, Any]) -> None:
     if not spec.children:  # list of names: a set
         for item in rows:
             if item is not None:
@@ -154,7 +136,7 @@ def _walk_rows(spec: FactSpec, rows: list, path: str, out: dict[str, Any]) -> No
             out[path] = tuple(items)
 
 
-_list_memo: dict[tuple[str, tuple], tuple[int, tuple[tuple[str, Any], ...]]] = {}
+_list_memo: dict[tuple[str, tuple[Any, ...]], _Part] = {}
 _tokens = count()
 _LIST_MEMO_MAX = 2048
 _getters: dict[str, Any] = {}
@@ -191,7 +173,7 @@ def _areas() -> dict[str, FactSpec]:
     return dict(fact_tree().children["facts"].children)
 
 
-def normalize(snapshot: dict[str, Any]) -> NormalView:
+def normalize(snapshot: Snapshot) -> NormalView:
     """The stable, order-free view of a snapshot's facts (see module docstring)."""
     facts = snapshot.get("facts") or {}
     not_applicable = set(snapshot.get("not_applicable") or ())
@@ -210,9 +192,6 @@ def normalize(snapshot: dict[str, Any]) -> NormalView:
     return NormalView(rest, tuple(parts), frozenset(unknown), frozenset(not_applicable & set(_areas())))
 
 
-_TOKEN = re.compile(r"\.([A-Za-z0-9_]+)|\[([^\]\[]+)\]")
-
-
 def leaf_spec(path: str) -> tuple[FactSpec, str] | None:
     """The spec of a normalized leaf path and its value type, or None if the path is not one.
 
@@ -220,17 +199,10 @@ def leaf_spec(path: str) -> tuple[FactSpec, str] | None:
     (enabled_units spec, "boolean"); `facts.kernel.sysctls[vm.swappiness]` → (sysctls spec, "string").
     Containers (`facts.kernel`, `facts.binaries[kubelet]`) are not leaves.
     """
-    if not path.startswith("facts."):
+    parsed = parse_path(path)
+    tokens = parsed.tokens() if parsed.root == "facts" else None
+    if tokens is None:
         return None
-    rest = path[len("facts"):]
-    tokens = []
-    pos = 0
-    while pos < len(rest):
-        m = _TOKEN.match(rest, pos)
-        if not m:
-            return None
-        tokens.append(m.groups())
-        pos = m.end()
     spec = fact_tree().children["facts"]
     i = 0
     while i < len(tokens):
@@ -261,8 +233,11 @@ def collection_spec(path: str) -> FactSpec | None:
     """The spec of a collection path whose rows are keyed (`facts.binaries`, `facts.kernel.sysctls`,
     `facts.systemd.enabled_units`), else None."""
     spec = fact_tree().children["facts"]
-    for name in path.split(".")[1:] if path.startswith("facts.") else [None]:
-        if name is None or spec.type != "object" or name not in spec.children:
+    steps = parse_path(path).steps() if path.startswith("facts.") else ()
+    if not steps or any(rows for _, rows in steps):
+        return None
+    for name, _ in steps[1:]:
+        if spec.type != "object" or name not in spec.children:
             return None
         spec = spec.children[name]
     if spec.volatile:
@@ -283,12 +258,12 @@ def _stable_shape(spec: FactSpec) -> Any:
 
 @lru_cache(maxsize=1)
 def _stable_cuts() -> tuple[tuple[str, Any], ...]:
-    from ..judge.shapes import projector
+    from ..projection import projector
 
     return tuple((area, projector(_stable_shape(spec))) for area, spec in _areas().items() if not spec.volatile)
 
 
-def stable_key(snapshot: dict[str, Any]) -> bytes | None:
+def stable_key(snapshot: Snapshot) -> bytes | None:
     """A digest of exactly what `normalize` reads: hosts with equal keys have equal views, so a fleet
     normalizes once per key (hosts whose keys differ may still share a view, e.g. lists in another order).
     None when the snapshot holds something a key cannot be made of (then normalize it)."""

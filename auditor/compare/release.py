@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..factpath import parse
 from ..models import severity_rank
 from .drift import Difference
-from .normalize import split_path
 from .versions import compare_versions
 
 SCHEMA = "ami-auditor/release-notes/1"
@@ -33,7 +33,8 @@ class _Entry:
 
 
 def _area_and_subject(d: Difference) -> tuple[str, str]:
-    collection, key, _ = split_path(d.path)
+    fp = parse(d.path)
+    collection, key = fp.collection, fp.key
     if collection in ("facts.systemd.unit_files", "facts.systemd.enabled_units", "facts.systemd.units"):
         return "units", str(key)
     if collection == "facts.binaries":
@@ -57,7 +58,8 @@ def _state(value: Any) -> Any:
 def _unit_change(diffs: list[Difference]) -> tuple[str, Any, Any]:
     before = after = None
     for d in diffs:
-        collection, _, fld = split_path(d.path)
+        fp = parse(d.path)
+        collection, fld = fp.collection, fp.field
         if collection == "facts.systemd.enabled_units":
             before = before if before is not None else ("enabled" if d.kind == "removed" else None)
             after = after if after is not None else ("enabled" if d.kind == "added" else None)
@@ -67,7 +69,7 @@ def _unit_change(diffs: list[Difference]) -> tuple[str, Any, Any]:
         return "enabled", before, after
     if before in _ENABLED and after not in _ENABLED:
         return "disabled", before, after
-    rows = [d for d in diffs if split_path(d.path)[2] == "" and split_path(d.path)[0] == "facts.systemd.unit_files"]
+    rows = [d for d in diffs if parse(d.path).field == "" and parse(d.path).collection == "facts.systemd.unit_files"]
     if rows and rows[0].kind in ("added", "removed"):
         return rows[0].kind, before, after
     return "changed", before, after
@@ -78,7 +80,7 @@ def _version(value: Any) -> Any:
 
 
 def _package_change(diffs: list[Difference]) -> tuple[str, Any, Any]:
-    d = next((x for x in diffs if split_path(x.path)[2] in ("", "version")), diffs[0])
+    d = next((x for x in diffs if parse(x.path).field in ("", "version")), diffs[0])
     before, after = _version(d.expected), _version(d.actual)
     if d.kind in ("added", "removed"):
         return d.kind, before, after
@@ -90,12 +92,12 @@ def _package_change(diffs: list[Difference]) -> tuple[str, Any, Any]:
 
 def _fields_change(diffs: list[Difference]) -> tuple[str, Any, Any]:
     """A binary (or any row): added/removed whole, else which fields changed (`sha256, source_host`)."""
-    rows = [d for d in diffs if split_path(d.path)[2] == "" and d.kind in ("added", "removed")]
+    rows = [d for d in diffs if parse(d.path).field == "" and d.kind in ("added", "removed")]
     if rows:
         return rows[0].kind, rows[0].expected, rows[0].actual
-    ranked = sorted(diffs, key=lambda d: (_FIELD_ORDER.get(split_path(d.path)[2], len(_FIELD_ORDER)),
-                                          split_path(d.path)[2]))
-    fields = [split_path(d.path)[2] or d.path for d in ranked]
+    ranked = sorted(diffs, key=lambda d: (_FIELD_ORDER.get(parse(d.path).field, len(_FIELD_ORDER)),
+                                          parse(d.path).field))
+    fields = [parse(d.path).field or d.path for d in ranked]
     first = ranked[0]  # before/after show the field that best names the change (source, then hash)
     return ", ".join(fields) + " changed", first.expected, first.actual
 

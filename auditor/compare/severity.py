@@ -11,8 +11,8 @@ import re
 from typing import Any
 
 from ..collect.schema import ENABLEMENT, drift_level
+from ..factpath import parse
 from ..models import severity_rank
-from .normalize import split_path
 
 # Within one subject (a unit, a binary), the fact that best names the cause comes first.
 FIELD_PRIORITY: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
@@ -65,8 +65,5 @@ def rank_key(path: str) -> tuple[int, int, str]:
 
 def subject(path: str) -> str:
     """What a fact is about: `systemd:ecs.service` for every fact of that unit, else the path itself."""
-    collection, key, _ = split_path(path)
-    if collection is None:
-        return path
-    area = collection.split(".")[1] if collection.count(".") else collection
-    return f"{area}:{key}"
+    fp = parse(path)
+    return f"{fp.area}:{fp.key}" if fp.is_row else path

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from .. import SNAPSHOT_SCHEMA
 from ..collect.schema import snapshot_json_schema
 from ..errors import InputError
 from ..jsonload import json_pointer, load_json_file
 from ..schemacheck import FastCheck
+from ..snapshotdoc import Snapshot
 
 if TYPE_CHECKING:
     import jsonschema
@@ -28,16 +29,16 @@ def _fast_check() -> FastCheck:
     return FastCheck(snapshot_json_schema())
 
 
-def load_snapshot_file(path: str | Path) -> dict[str, Any]:
+def load_snapshot_file(path: str | Path) -> Snapshot:
     """A snapshot document from disk, validated against the snapshot schema."""
     p = str(path)
     doc = load_json_file(p)
     if not isinstance(doc, dict) or doc.get("schema") != SNAPSHOT_SCHEMA:
         raise InputError(f"not a snapshot: expected \"schema\": \"{SNAPSHOT_SCHEMA}\"", p, 1)
     if _fast_check().valid(doc, from_json=True):  # jsonschema-rs first; jsonschema names the error
-        return doc
+        return cast(Snapshot, doc)  # valid by the schema made from the same declaration
     error = next(iter(_validator().iter_errors(doc)), None)
     if error is not None:
         where = json_pointer(error.absolute_path) or "the top level"
         raise InputError(f"not a valid snapshot at JSON pointer {where}: {error.message}", p)
-    return doc
+    return cast(Snapshot, doc)

@@ -1,8 +1,8 @@
 """The compare stage of `scan`: --baseline drift, --group-by comparison, --symptom ranking.
 
 prepare() loads and validates the baseline and options before any host is contacted (bad input:
-InputError naming file and line, exit 2); apply() indexes the snapshots once (deduplicated by
-content) and fills report.drift, report.baseline, report.comparison and report.symptom.
+InputError naming file and line, exit 2); apply() takes the fleet index the evaluation core built
+(deduplicated by content) and fills report.drift, report.baseline, report.comparison and report.symptom.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..options import DEFAULT_TOP, CompareOptions
 from .baseline import Baseline, load_baseline
 from .drift import fleet_drift
 from .groups import MIN_SCORE, compare_groups
-from .index import FleetIndex, index_snapshots
+from .index import FleetIndex
 from .normalize import leaf_spec
 from .symptom import Symptom, symptom_section
 
@@ -92,14 +92,8 @@ def prepare(opts: CompareOptions, known_rules: frozenset[str] | None = None) -> 
     return ComparePlan(baseline, group_by, symptom, opts.top, opts.min_score)
 
 
-def apply(plan: ComparePlan, report: Report, snapshots: list[dict]) -> None:
-    if not plan.active:
-        return
-    apply_index(plan, report, index_snapshots(snapshots, plan.keys()))
-
-
-def apply_index(plan: ComparePlan, report: Report, index: FleetIndex) -> None:
-    """Drift, comparison and symptom ranking over a fleet index (built from snapshots, or merged from shares)."""
+def apply(plan: ComparePlan, report: Report, index: FleetIndex) -> None:
+    """Drift, comparison and symptom ranking over the fleet index the evaluation core built."""
     if plan.baseline is not None:
         report.baseline = plan.baseline.summary()
         report.drift.extend(fleet_drift(plan.baseline, index))

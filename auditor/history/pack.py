@@ -14,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
 from ..collect.schema import FactSpec, fact_tree, holds_volatile
 from ..jsonload import load_json_text
+from ..snapshotdoc import PER_RUN_KEYS, Snapshot
 
-PER_RUN_KEYS = ("name", "target", "labels", "collected_at", "probe")
 _HOLE = "\x00v"  # marks a taken-out volatile value in the stable body (never a real fact: NUL is escaped on input)
 _LEVEL = 6
 
@@ -56,19 +57,20 @@ def _join(value: Any, values: list[Any], pos: list[int]) -> Any:
     return value
 
 
-def split(snapshot: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split(snapshot: Snapshot) -> tuple[dict[str, Any], dict[str, Any]]:
     """(stable body, volatile part) of a snapshot; `join(*split(s)) == s` without `facts.trends`."""
     tree = fact_tree()
     values: list[Any] = []
     body: dict[str, Any] = {}
-    for key in sorted(snapshot):
-        value = snapshot[key]
+    doc: Mapping[str, Any] = snapshot
+    for key in sorted(doc):
+        value = doc[key]
         if key in PER_RUN_KEYS:
             continue
         if key == "facts" and isinstance(value, dict):
             value = {k: v for k, v in value.items() if k != "trends"}
         body[key] = _split(value, tree.children.get(key), values)
-    per_run = {k: snapshot[k] for k in PER_RUN_KEYS if k in snapshot}
+    per_run = {k: doc[k] for k in PER_RUN_KEYS if k in doc}
     return body, {"run": per_run, "values": values}
 
 

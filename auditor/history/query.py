@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..jsonload import json_pointer
 from ..models import SEVERITIES as _SEVERITIES
 from ..schemacheck import FastCheck
+from ..snapshotdoc import Snapshot
 from . import pack
 from .conn import Store
 from .values import damaged, integer, json_value, text
@@ -110,7 +111,7 @@ def _snapshot_check() -> FastCheck:
     return FastCheck(snapshot_json_schema())
 
 
-def _valid_snapshot(snap: dict[str, Any], where: Path, what: str) -> dict[str, Any]:
+def _valid_snapshot(snap: Any, where: Path, what: str) -> Snapshot:
     """The snapshot, if it is one by the snapshot schema (jsonschema-rs first; jsonschema has the last word)."""
     if _snapshot_check().valid(snap, from_json=True):
         return snap
@@ -123,7 +124,7 @@ def _valid_snapshot(snap: dict[str, Any], where: Path, what: str) -> dict[str, A
     raise damaged(where, what, f"is not a valid snapshot at JSON pointer {pointer}: {error.message[:200]}")
 
 
-def snapshot_of(conn: Store, scan_id: int, host: str, where: Path) -> dict[str, Any] | None:
+def snapshot_of(conn: Store, scan_id: int, host: str, where: Path) -> Snapshot | None:
     """A stored snapshot, put back together and validated (None when the host was not reached in that scan)."""
     row = conn.execute("SELECT s.body, h.volatile FROM scan_hosts h JOIN snapshots s ON s.hash = h.snapshot "
                        "WHERE h.scan_id = ? AND h.host = ?", (scan_id, host)).fetchone()
@@ -141,9 +142,9 @@ def snapshot_of(conn: Store, scan_id: int, host: str, where: Path) -> dict[str, 
 
 
 def previous_snapshots(conn: Store, hosts: list[str], before: int,
-                       where: Path) -> dict[str, tuple[int, dict[str, Any]]]:
+                       where: Path) -> dict[str, tuple[int, Snapshot]]:
     """Per host, the newest complete scan before `before` that reached it: (scan id, snapshot)."""
-    out: dict[str, tuple[int, dict[str, Any]]] = {}
+    out: dict[str, tuple[int, Snapshot]] = {}
     for host in hosts:
         row = conn.execute("SELECT h.scan_id FROM scan_hosts h JOIN scans s ON s.id = h.scan_id WHERE h.host = ? "
                            "AND h.snapshot IS NOT NULL AND s.state = 'complete' AND h.scan_id < ? "
@@ -164,7 +165,7 @@ def scans_seen(conn: Store, hosts: list[str], before: int) -> dict[str, int]:
 
 
 def host_series(conn: Store, where: Path, host: str | None = None,
-                last: int = 0) -> list[tuple[int, str, str, dict[str, Any]]]:
+                last: int = 0) -> list[tuple[int, str, str, Snapshot]]:
     """(scan id, generated_at, host, snapshot) for every stored snapshot, oldest first."""
     sql = ("SELECT h.scan_id, s.generated_at, h.host FROM scan_hosts h JOIN scans s ON s.id = h.scan_id "
            "WHERE s.state = 'complete' AND h.snapshot IS NOT NULL")
@@ -184,3 +185,72 @@ def host_series(conn: Store, where: Path, host: str | None = None,
         if snap is not None:
             out.append((sid, at, name, snap))
     return out
+
+
+def _ids(scan_ids: list[int]) -> str:
+    return ", ".join(str(int(i)) for i in scan_ids) or "NULL"  # ints read back through integer(): no text in SQL
+
+
+SUMMARY_FIELDS = ("dying_memcgs", "restarts", "unit_restarts")
+
+
+def summaries(conn: Store, where: Path, scan_ids: list[int],
+              hosts: list[str] | None = None) -> list[tuple[int, str, dict[str, Any] | None]]:
+    """(scan id, host, the summary's dying_memcgs, restarts and unit_restarts, or None) of the given scans (and
+    hosts), by scan then host: the headline numbers every recorded scan carries, so no snapshot is inflated
+    (imported reports have none). SQLite picks the three fields out (a 96-core host's summary is ~2 KB of
+    CPU samples; parsing 20 scans x 10,000 of them here took a minute); a summary that is not JSON is
+    damaged, the fields are type-checked by the caller, unit_restarts parsed strictly."""
+    picks = ", ".join(f"CASE WHEN json_valid(summary) THEN json_extract(summary, '$.{f}') END" for f in SUMMARY_FIELDS)
+    sql = (f"SELECT scan_id, host, summary IS NULL, json_valid(summary), {picks}, CASE WHEN json_valid(summary) "
+           f"THEN json_type(summary, '$.unit_restarts') END FROM scan_hosts WHERE scan_id IN ({_ids(scan_ids)})")
+    rows: list[tuple[int, str, dict[str, Any] | None]] = []
+    wanted = set(hosts) if hosts is not None else None
+    for sid, host, null, valid, dying, restarts, units, units_type in conn.execute(sql + " ORDER BY scan_id, host"):
+        scan_id = integer(sid, where, "scan_hosts.scan_id", low=1)
+        name = text(host, where, f"scan {scan_id} host")
+        if wanted is not None and name not in wanted:
+            continue
+        if null:
+            rows.append((scan_id, name, None))
+            continue
+        what = f"scan {scan_id} summary of {name}"
+        if not valid:
+            raise damaged(where, what, "is not JSON text")
+        units = json_value(units, where, f"{what} (unit_restarts)") if units_type in ("object", "array") else None
+        rows.append((scan_id, name, {"dying_memcgs": dying, "restarts": restarts, "unit_restarts": units}))
+    return rows
+
+
+def severity_counts(conn: Store, where: Path, scan_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Per scan, unwaived findings by severity."""
+    out: dict[int, dict[str, int]] = {}
+    for sid, severity, count in conn.execute(
+            f"SELECT scan_id, severity, count(*) FROM findings WHERE scan_id IN ({_ids(scan_ids)}) AND waived = 0 "
+            "GROUP BY scan_id, severity"):
+        scan_id = integer(sid, where, "findings.scan_id", low=1)
+        out.setdefault(scan_id, {})[text(severity, where, f"scan {scan_id} finding severity",
+                                         choices=SEVERITIES)] = integer(count, where, "count")
+    return out
+
+
+def finding_spans(conn: Store, where: Path, first: int, last: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+    """Findings (rule · item) open at some scan in [first, last], across hosts: when first seen, the last scan
+    that saw it, on how many hosts, how many still open; earliest first, at most `limit` (and how many more)."""
+    sql = ("SELECT key, item, min(first_scan), min(first_seen), max(last_scan), "
+           "sum(resolved_scan IS NULL), count(DISTINCT host) FROM issues WHERE kind = 'finding' AND first_scan <= ? "
+           "AND (resolved_scan IS NULL OR resolved_scan > ?) GROUP BY key, item ORDER BY min(first_scan), key, item")
+    rows = conn.execute(sql, (last, first)).fetchall()
+    out = []
+    for key, item, f_scan, f_seen, last_seen, still, hosts in rows[:limit]:
+        rule = text(key, where, "issues.key")
+        sev = conn.execute("SELECT severity FROM findings WHERE rule = ? AND item = ? AND scan_id <= ? "
+                           "ORDER BY scan_id DESC LIMIT 1", (rule, item, last)).fetchone()
+        out.append({"rule": rule, "item": text(item, where, f"issue {rule} item") or None,
+                    "first_scan": integer(f_scan, where, f"issue {rule} first_scan", low=1),
+                    "first_seen": text(f_seen, where, f"issue {rule} first_seen"),
+                    "last_scan": integer(last_seen, where, f"issue {rule} last_scan", low=1),
+                    "open_hosts": integer(still, where, f"issue {rule} open"),
+                    "hosts": integer(hosts, where, f"issue {rule} hosts"),
+                    "severity": text(sev[0], where, f"issue {rule} severity", choices=SEVERITIES) if sev else "info"})
+    return out, max(0, len(rows) - limit)

@@ -17,8 +17,8 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
-from . import pack
 from .conn import Store
+from .feed import Pending
 from .values import PID_MAX, integer, text
 
 
@@ -83,10 +83,9 @@ def known_hosts(conn: Store) -> dict[str, tuple[int, str]]:
             for name, sid, at in conn.execute("SELECT name, first_scan, first_seen FROM hosts")}
 
 
-def _complete(conn: Store, scan_id: int, doc: dict[str, Any], snapshots: dict[str, dict[str, Any]],
-              finished_at: str) -> None:
+def _complete(conn: Store, scan_id: int, doc: dict[str, Any], pending: Pending, finished_at: str) -> None:
     at = doc["generated_at"]
-    _write(conn, scan_id, doc, snapshots, at)
+    _write(conn, scan_id, doc, pending, at)
     conn.execute("UPDATE scans SET state = 'complete', finished_at = ?, generated_at = ?, exit_code = ?, "
                  "hosts = ?, findings = ?, drift = ? WHERE id = ?",
                  (finished_at, at, doc["summary"]["exit_code"], len(doc["hosts"]),
@@ -106,11 +105,10 @@ def _transaction(conn: Store) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
-def record_scan(conn: Store, scan_id: int, doc: dict[str, Any],
-                snapshots: dict[str, dict[str, Any]], finished_at: str) -> None:
-    """Write one finished scan (the report document and the hosts' snapshots) in one transaction."""
+def record_scan(conn: Store, scan_id: int, doc: dict[str, Any], pending: Pending, finished_at: str) -> None:
+    """Write one finished scan (the report document and the hosts' packed snapshots) in one transaction."""
     with _transaction(conn):
-        _complete(conn, scan_id, doc, snapshots, finished_at)
+        _complete(conn, scan_id, doc, pending, finished_at)
 
 
 def import_scan(conn: Store, doc: dict[str, Any], source: str) -> int:
@@ -119,30 +117,34 @@ def import_scan(conn: Store, doc: dict[str, Any], source: str) -> int:
         cur = conn.execute("INSERT INTO scans (started_at, state, pid, node, source) VALUES (?, 'running', ?, ?, ?)",
                            (doc["generated_at"], os.getpid(), socket.gethostname(), source))
         assert cur.lastrowid is not None
-        _complete(conn, int(cur.lastrowid), doc, {}, doc["generated_at"])
+        _complete(conn, int(cur.lastrowid), doc, Pending(), doc["generated_at"])
     return int(cur.lastrowid)
 
 
-def _write(conn: Store, scan_id: int, doc: dict[str, Any],
-           snapshots: dict[str, dict[str, Any]], at: str) -> None:
+def _write(conn: Store, scan_id: int, doc: dict[str, Any], pending: Pending, at: str) -> None:
     reached: set[str] = set()
+    stored: set[str] = set()  # bodies known to be in the store (this transaction's or older)
+    written: set[str] = set()
     for host in doc["hosts"]:
         name = host["name"]
-        snap = snapshots.get(name)
-        digest = volatile = None
-        if snap is not None:
-            body, vol = pack.split(snap)
-            digest, raw = pack.digest(body)
-            if conn.execute("SELECT 1 FROM snapshots WHERE hash = ?", (digest,)).fetchone() is None:
-                conn.execute("INSERT INTO snapshots (hash, body) VALUES (?, ?)", (digest, pack.compress_raw(raw)))
-            volatile = pack.compress(vol)
+        if name in written:  # a second host of this name (an analysis' duplicate file): the report names it
+            continue
+        written.add(name)
+        packed = pending.rows.get(name)
+        digest = volatile = collected_at = None
+        if packed is not None:
+            digest, volatile, collected_at = packed.digest, packed.volatile, packed.collected_at
+            if digest not in stored and conn.execute("SELECT 1 FROM snapshots WHERE hash = ?",
+                                                     (digest,)).fetchone() is None:
+                conn.execute("INSERT INTO snapshots (hash, body) VALUES (?, ?)", (digest, pending.bodies[digest]))
+            stored.add(digest)
         if host["status"] == "ok":
             reached.add(name)
         conn.execute(
             "INSERT INTO scan_hosts (scan_id, host, status, error, target, labels, collected_at, duration_s, "
             "complete, summary, snapshot, volatile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (scan_id, name, host["status"], host.get("error"), host.get("target"), _json(host.get("labels") or {}),
-             (snap or {}).get("collected_at"), host.get("duration_s"), int(bool(host.get("complete"))),
+             collected_at, host.get("duration_s"), int(bool(host.get("complete"))),
              _json(host.get("facts_summary")), digest, volatile))
         conn.execute("INSERT INTO hosts (name, first_scan, first_seen, last_scan, last_seen) VALUES (?, ?, ?, ?, ?) "
                      "ON CONFLICT(name) DO UPDATE SET last_scan = excluded.last_scan, last_seen = excluded.last_seen",

@@ -7,13 +7,13 @@ snapshots of a host), `facts.kernel.sysctls[vm.swappiness]`.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..collect.schema import lookup
 from ..errors import InputError
+from ..factpath import selector_steps
+from ..snapshotdoc import Snapshot
 
-_TOKEN = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -23,18 +23,13 @@ def parse_path(path: str) -> list[tuple[str, bool]]:
         raise InputError(f"fact path must start with facts. or host., not {path!r}")
     if lookup(path) is None:
         raise InputError(f"unknown fact path {path!r} (see auditor/collect/facts.yaml)")
-    steps: list[tuple[str, bool]] = []
-    pos = 0
-    while pos < len(path):
-        m = _TOKEN.match(path, pos)
-        if m is None or m.end() == pos:
-            raise InputError(f"cannot parse fact path {path!r} at character {pos + 1}")
-        steps.append((m[1], False) if m[1] is not None else (m[2], True))
-        pos = m.end()
-    return steps
+    try:
+        return selector_steps(path)
+    except ValueError as exc:
+        raise InputError(f"cannot parse fact path {path!r} at character {exc.args[0] + 1}") from None
 
 
-def resolve(snapshot: dict[str, Any], path: str, steps: list[tuple[str, bool]]) -> Any:
+def resolve(snapshot: Snapshot, path: str, steps: list[tuple[str, bool]]) -> Any:
     """The value at a parsed path (None when absent); list rows are chosen by their schema key."""
     value: Any = snapshot
     walked = ""

@@ -1,25 +1,29 @@
-"""The history stage of `scan`: the SQLite store, trend facts before judging, first-seen times, recording.
+"""The history stage of `scan` and `analyze`: the SQLite store, trend facts before judging, first-seen
+times, recording.
 
-Order within a scan: `prepare` (before any host: the store opens, or its directory can be made) →
-`begin` (a `running` row, right before collecting) → `add_trends` (facts.trends on each snapshot,
-before the judge) → `add_since` (first-seen times, new/gone hosts, after judge and compare) →
+Order within a run: `prepare` (before any host: the store opens, or its directory can be made) →
+`begin` (a `running` row, right before collecting) → `feed` (per snapshot as it arrives, before the
+judge: facts.trends, and its store row packed) → `add_since` (first-seen times, new/gone hosts, after
+judge and compare) → `add_series` (each host's earlier numbers, for the report's trend pictures) →
 `finish` (the whole scan in one transaction, after its exit code is known).
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import AuditorError
-from ..models import Report
+from ..models import HostResult, Report
 from ..options import HistoryOptions
 from ..textsafe import one_line
-from . import query, record, trends
+from . import charts, record
 from .conn import Store, StoreUnavailable
 from .db import check_usable, default_path, open_store
+from .feed import Feed, Packed, Pending
 from .values import integer, text
 
 
@@ -48,27 +52,28 @@ def prepare(opts: HistoryOptions) -> StorePlan:
     return StorePlan(path)
 
 
-def begin(plan: StorePlan, started_at: str) -> Session | None:
-    """Open the store and insert this scan's `running` row (committed: a killed scan stays visible)."""
+def begin(plan: StorePlan, started_at: str, source: str = "scan") -> Session | None:
+    """Open the store and insert this run's `running` row (committed: a killed scan stays visible)."""
     if plan.path is None:
         return None
     conn = open_store(plan.path)
-    scan_id = record.begin_scan(conn, started_at)
+    scan_id = record.begin_scan(conn, started_at, source)
     return Session(plan.path, conn, scan_id, record.open_issues(conn), record.known_hosts(conn))
 
 
-def add_trends(session: Session | None, snapshots: list[dict[str, Any]]) -> None:
-    """Publish `facts.trends` on every snapshot (empty ones without a store or an earlier scan)."""
+def feed(session: Session | None) -> Feed:
+    """The per-snapshot step for the evaluation core: `facts.trends` on each snapshot before it is judged
+    (empty ones without a store or an earlier scan), its store row packed for `finish`."""
     if session is None:
-        for snap in snapshots:
-            trends.attach(snap, trends.empty())
-        return
-    names = [str(s.get("name")) for s in snapshots]
-    previous = query.previous_snapshots(session.conn, names, session.scan_id, session.path)
-    seen = query.scans_seen(session.conn, names, session.scan_id)
-    for snap, name in zip(snapshots, names):
-        scan_id, before = previous.get(name, (None, None))
-        trends.attach(snap, trends.derive(snap, before, scan_id, seen.get(name, 0) + 1))
+        return Feed(None)
+    return Feed(session.path, session.scan_id, session.conn)
+
+
+def pending(extras: Iterable[tuple[HostResult, Any]], spare: Iterable[Any] = ()) -> Pending:
+    """The packed rows the feed returned, by host (what the evaluation core kept of each), and the bodies
+    carried by rows it did not keep (`spare`: duplicate hosts)."""
+    return Pending.of(((host.name, packed) for host, packed in extras if isinstance(packed, Packed)),
+                      (packed for packed in spare if isinstance(packed, Packed)))
 
 
 def add_since(session: Session | None, report: Report) -> None:
@@ -99,6 +104,13 @@ def add_since(session: Session | None, report: Report) -> None:
     }
 
 
+def add_series(session: Session | None, report: Report) -> None:
+    """Each host's numbers in the previous scans (`history.series`), for the host detail's trend pictures."""
+    if session is not None and report.history is not None:
+        report.history["series"] = charts.host_series(session.conn, session.path, [h.name for h in report.hosts],
+                                                      session.scan_id)
+
+
 def abandon(session: Session | None) -> None:
     """Mark a scan that will not finish (an exception, Ctrl-C) as interrupted."""
     if session is None:
@@ -108,16 +120,14 @@ def abandon(session: Session | None) -> None:
                              (session.scan_id,))
 
 
-def finish(session: Session | None, doc: dict[str, Any], snapshots: list[dict[str, Any]],
-           finished_at: str) -> str | None:
+def finish(session: Session | None, doc: dict[str, Any], rows: Pending, finished_at: str) -> str | None:
     """Record the scan (one transaction). When the store refuses it (locked past the wait, disk full,
     read-only) the scan keeps its results (reports are written before): the reason is returned (one safe
     line), and the scan's row stays `running` until the next open sees its process gone."""
     if session is None:
         return None
     try:
-        record.record_scan(session.conn, session.scan_id, doc, {str(s.get("name")): s for s in snapshots},
-                           finished_at)
+        record.record_scan(session.conn, session.scan_id, doc, rows, finished_at)
     except StoreUnavailable as exc:
         return one_line(f"{exc}: this scan is not recorded in it")
     return None

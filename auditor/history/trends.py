@@ -8,7 +8,10 @@ delta is the new count itself.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
+
+from ..facttypes import SystemdUnitsRow, Trends
+from ..snapshotdoc import Snapshot
 
 ACTIVE = "active"
 
@@ -17,17 +20,17 @@ def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-def _units(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _units(snap: Snapshot) -> dict[str, SystemdUnitsRow]:
     units = ((snap.get("facts") or {}).get("systemd") or {}).get("units") or []
-    return {u["name"]: u for u in units if isinstance(u, dict) and isinstance(u.get("name"), str)}
+    return {name: u for u in units if isinstance(u, dict) and isinstance(name := u.get("name"), str)}
 
 
-def _dying(snap: dict[str, Any]) -> int | None:
+def _dying(snap: Snapshot) -> int | None:
     value = (((snap.get("facts") or {}).get("cgroups") or {}).get("memory") or {}).get("dying")
     return value if isinstance(value, int) else None
 
 
-def _boot(snap: dict[str, Any]) -> Any:
+def _boot(snap: Snapshot) -> Any:
     return (snap.get("host") or {}).get("boot_id")
 
 
@@ -54,7 +57,7 @@ def empty(scans_seen: int = 1) -> dict[str, Any]:
             "cgroups": {"dying_memcgs_previous": None, "dying_memcgs_delta": None, "dying_memcgs_per_hour": None}}
 
 
-def derive(current: dict[str, Any], previous: dict[str, Any] | None, previous_scan: int | None,
+def derive(current: Snapshot, previous: Snapshot | None, previous_scan: int | None,
            scans_seen: int) -> dict[str, Any]:
     """`facts.trends` of one host: `scans_seen` counts this scan too."""
     if previous is None:
@@ -95,8 +98,8 @@ def derive(current: dict[str, Any], previous: dict[str, Any] | None, previous_sc
     }
 
 
-def attach(snapshot: dict[str, Any], trends: dict[str, Any]) -> None:
+def attach(snapshot: Snapshot, trends: dict[str, Any]) -> None:
     """Publish trend facts into a snapshot (in place) before it is judged."""
     facts = snapshot.get("facts")
     if isinstance(facts, dict):
-        facts["trends"] = trends
+        facts["trends"] = cast(Trends, trends)  # derive/empty write what facts.yaml declares for trends

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -23,6 +24,7 @@ from jmespath.visitor import TreeInterpreter
 
 from ..collect.schema import derived_areas, fact_tree
 from ..models import Finding
+from ..snapshotdoc import Snapshot
 from . import fleet
 from .functions import OPTIONS
 from .rowmemo import RowMemoInterpreter
@@ -52,7 +54,7 @@ def _digest(value: Any) -> bytes:
 class _Digests:
     """Per-snapshot memo of content digests (an area, host, labels, …)."""
 
-    def __init__(self, snapshot: dict[str, Any]):
+    def __init__(self, snapshot: Snapshot):
         self.snapshot = snapshot
         self.facts = snapshot.get("facts") or {}
         self.memo: dict[str, bytes] = {}
@@ -77,7 +79,7 @@ class _Digests:
         return self.memo[memo_key]
 
 
-def _item_name(rule: Rule, match: Any, ctx: dict[str, Any], interp: TreeInterpreter) -> str | None:
+def _item_name(rule: Rule, match: Any, ctx: Mapping[str, Any], interp: TreeInterpreter) -> str | None:
     if rule.item_expr is not None:
         value = interp.visit(rule.item_expr.parsed, ctx)
     elif isinstance(match, dict):
@@ -87,7 +89,7 @@ def _item_name(rule: Rule, match: Any, ctx: dict[str, Any], interp: TreeInterpre
     return None if value is None else str(value)
 
 
-def _evaluate(rule: Rule, snapshot: dict[str, Any], interp: TreeInterpreter) -> list[Finding]:
+def _evaluate(rule: Rule, snapshot: Snapshot, interp: TreeInterpreter) -> list[Finding]:
     """Run one rule on one snapshot; findings carry host="" (filled in by the caller)."""
     if rule.when is not None and not truthy(interp.visit(rule.when.parsed, snapshot)):
         return []
@@ -124,7 +126,7 @@ def _not_evaluated(rule: Rule, status: str, why: str, evidence: dict[str, Any]) 
                    tags=(*rule.tags, status))
 
 
-def _unknown(rule: Rule, snapshot: dict[str, Any], absent: set[str]) -> Finding | None:
+def _unknown(rule: Rule, snapshot: Snapshot, absent: set[str]) -> Finding | None:
     """The not-evaluated finding when an area the rule reads is in `absent` (not collected on this host)."""
     missing = sorted(rule.areas & absent)
     if not missing:
@@ -158,7 +160,7 @@ class Judge:
         parts.extend(digests.root(r, rule.root_keys.get(r)) for r in self._roots[index])
         return index, tuple(parts)
 
-    def judge(self, snapshot: dict[str, Any]) -> list[Finding]:
+    def judge(self, snapshot: Snapshot) -> list[Finding]:
         """All findings (including not-evaluated ones) for one snapshot."""
         host = str(snapshot.get("name") or snapshot.get("target") or "?")
         digests = _Digests(snapshot)
@@ -188,22 +190,22 @@ class Judge:
             out.extend(Finding(host=host, **f) for f in found)
         return out
 
-    def judge_all(self, snapshots: list[dict[str, Any]]) -> list[Finding]:
+    def judge_all(self, snapshots: list[Snapshot]) -> list[Finding]:
         """Every host's findings, then the fleet rules' over all of them."""
         findings: list[Finding] = []
         for snapshot in snapshots:
             findings.extend(self.judge(snapshot))
         return findings + self.judge_fleet(snapshots)
 
-    def judge_fleet(self, snapshots: list[dict[str, Any]]) -> list[Finding]:
+    def judge_fleet(self, snapshots: list[Snapshot]) -> list[Finding]:
         """The fleet rules' findings over all `snapshots` (one scan)."""
         return [f for rule in self.rules if rule.fleet is not None for f in self._fleet(rule, snapshots)]
 
-    def _fleet(self, rule: Rule, snapshots: list[dict[str, Any]]) -> list[Finding]:
+    def _fleet(self, rule: Rule, snapshots: list[Snapshot]) -> list[Finding]:
         """A fleet rule: hosts that lack an area it reads get "could not be evaluated" (not applicable: left out)."""
         skipped: list[Finding] = []
 
-        def skip(snapshot: dict[str, Any]) -> bool:
+        def skip(snapshot: Snapshot) -> bool:
             facts = snapshot.get("facts") or {}
             not_applicable = set(snapshot.get("not_applicable") or ())
             missing = {a for a in rule.areas if facts.get(a) is None}

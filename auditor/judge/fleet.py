@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..models import Finding
+from ..snapshotdoc import Snapshot
 from .functions import OPTIONS
 from .rules import FleetSpec, Rule
 from .templates import render_title
@@ -23,7 +24,7 @@ from .templates import render_title
 MAX_NAMED = 50  # host names carried in one finding (a baked AMI can make 10,000 hosts share one key)
 
 
-def _name(snapshot: dict[str, Any]) -> str:
+def _name(snapshot: Snapshot) -> str:
     return str(snapshot.get("name") or snapshot.get("target") or "?")
 
 
@@ -31,23 +32,23 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def _values(spec: FleetSpec, snapshot: dict[str, Any]) -> list[str]:
+def _values(spec: FleetSpec, snapshot: Snapshot) -> list[str]:
     """The distinct non-empty values PATH gives on one host."""
     result = spec.expr.search(snapshot, options=OPTIONS)
     items = result if isinstance(result, list) else [result]
     return sorted({_shown(v) for v in items if v not in (None, "", [], {})})
 
 
-def _group(spec: FleetSpec, snapshot: dict[str, Any]) -> str | None:
+def _group(spec: FleetSpec, snapshot: Snapshot) -> str | None:
     if spec.within is None:
         return ""
-    value = (snapshot.get("labels") or {}).get(spec.within)
+    value: object = (snapshot.get("labels") or {}).get(spec.within)
     if value is None:
         value = (snapshot.get("host") or {}).get(spec.within)
     return None if value is None else str(value)
 
 
-def _finding(rule: Rule, snapshot: dict[str, Any], item: dict[str, Any], evidence: dict[str, Any]) -> Finding:
+def _finding(rule: Rule, snapshot: Snapshot, item: dict[str, Any], evidence: dict[str, Any]) -> Finding:
     title = render_title(rule.title, {
         "item": item, "facts": snapshot.get("facts"), "host": snapshot.get("host"), "labels": snapshot.get("labels"),
         "name": snapshot.get("name"), "params": rule.params, "evidence": evidence,
@@ -61,7 +62,7 @@ def _named(hosts: list[str]) -> list[str]:
     return sorted(hosts)[:MAX_NAMED]
 
 
-def evaluate(rule: Rule, snapshots: list[dict[str, Any]], skip: Callable[[dict[str, Any]], bool]) -> list[Finding]:
+def evaluate(rule: Rule, snapshots: list[Snapshot], skip: Callable[[Snapshot], bool]) -> list[Finding]:
     """Findings of one fleet rule over the snapshots that take part (`skip` leaves a host out)."""
     spec = rule.fleet
     assert spec is not None

@@ -43,9 +43,10 @@ _STR_KEYS = ("id", "severity", "pack", "title", "source")
 _PKG = Path(__file__).resolve().parent.parent
 # What validating and listing packs depends on besides the packs: a changed checkout invalidates the cache
 # even when the version number did not change.
-CODE = ("__init__.py", "models.py", "yamlload.py", "inputfile.py", "collect/schema.py", "collect/facts.yaml",
-        "commands/rules.py", *(f"judge/{p.name}" for p in sorted((_PKG / "judge").glob("*.py"))))
-LIBRARIES = ("yaml", "jmespath", "jinja2")
+CODE = ("__init__.py", "models.py", "errors.py", "yamlload.py", "inputfile.py", "inputschema.py", "schemacheck.py",
+        "schemas/rule-pack.schema.json", "collect/schema.py", "collect/facts.yaml", "commands/rules.py",
+        *(f"judge/{p.name}" for p in sorted((_PKG / "judge").glob("*.py"))))
+LIBRARIES = ("yaml", "jmespath", "jinja2", "jsonschema_rs")  # jsonschema_rs: the rule-pack schema's verdict
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,8 @@ def _digest(path: Path | str, limit: int) -> str | None:
 
 
 def _libraries() -> list[Any]:
-    """Which YAML, JMESPath and jinja2 validated: each one's file, size and mtime (an upgrade rewrites them),
-    found without importing them."""
+    """Which YAML, JMESPath, jinja2 and jsonschema-rs validated: each one's file, size and mtime (an upgrade
+    rewrites them), found without importing them."""
     out: list[Any] = []
     for name in LIBRARIES:
         try:

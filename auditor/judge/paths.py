@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..collect.schema import FactSpec, fact_paths, fact_tree
+from ..factpath import parse as parse_path
+from ..snapshotdoc import FREE_KEYS
 from .functions import FUNCTION_NAMES
 
-# Top-level keys of a snapshot besides `facts` and `host` (which the fact schema declares).
-_FREE_ROOTS = {"labels": "map", "errors": "map", "probe": "map", "name": "string", "target": "string",
-               "collected_at": "string", "schema": "string"}
+# Top-level keys of a snapshot besides `facts` and `host` (which the fact schema declares). A rule never
+# reads `not_applicable`: a rule over an area that does not apply is skipped by the engine, not judged.
+_FREE_ROOTS = {k: kind for k, kind in FREE_KEYS.items() if k != "not_applicable"}
 # Functions whose result has the shape of their first argument / of one element of it.
 _SAME_AS_FIRST = {"sort_by", "reverse", "sort"}
 _ELEMENT_OF_FIRST = {"max_by", "min_by"}
@@ -39,11 +41,11 @@ class Reads:
 
     def note(self, path: str) -> None:
         self.paths.add(path)
-        head, _, rest = path.partition(".")
-        self.roots.add(head.removesuffix("[]"))
-        if head == "facts":
-            if rest:
-                self.areas.add(rest.split(".")[0].split("[")[0])
+        steps = parse_path(path).steps()
+        self.roots.add(steps[0][0])
+        if steps[0] == ("facts", False):
+            if len(steps) > 1:
+                self.areas.add(parse_path(path).area)
             else:
                 self.whole_facts = True
 

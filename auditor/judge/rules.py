@@ -1,4 +1,4 @@
-"""Rule packs: load YAML, validate every rule (keys, severity, JMESPath, fact paths, title), compile.
+"""Rule packs: load YAML, check it against the rule-pack schema, then JMESPath, fact paths, titles; compile.
 
 A pack file:
 
@@ -34,19 +34,18 @@ from jmespath.exceptions import JMESPathError
 
 from ..collect.schema import FactSpec, fact_tree
 from ..errors import InputError
-from ..models import SEVERITIES
-from ..yamlload import LineDict, LineList, load_yaml_file, reject_unknown_keys
+from ..factpath import parse as parse_path
+from ..inputschema import Form, check
+from ..yamlload import LineDict, LineList, load_yaml_file
 from .params import Override, coerce, plain, substitute
 from .paths import PathError, Reads, analyze, element, root_spec
 from .rulefiles import rule_files
 from .shapes import area_shapes
 from .templates import TemplateError, compile_title
 
-PACK_KEYS = {"pack", "description", "params", "rules"}
-RULE_KEYS = {"id", "name", "title", "severity", "description", "remediation", "tags", "when", "select", "item",
-             "evidence", "leads_to", "link", "fleet"}
-FLEET_KEYS = {"unique", "agree", "within", "where"}
-REQUIRED = ("id", "title", "severity")
+# the pack's shape (keys, types, severities, ids, required keys) is declared in schemas/rule-pack.schema.json;
+# the code checks what a schema cannot: JMESPath, fact paths, parameters, templates, duplicate ids, chains
+PACK_FORM = Form("rule-pack", "the rule file", {"rules": ("rule", "id")})
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 FREE_ITEM = FactSpec("item", "map")
 
@@ -122,33 +121,23 @@ class RuleSet:
         return {r.id: r.leads_to for r in self.rules}
 
 
-def _str(node: LineDict, key: str, path: str, default: str = "") -> str:
-    value = node.get(key, default)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise InputError(f"{key!r} must be a string", path, node.line_of(key))
-    return value
+def _text(node: LineDict, key: str, default: str = "") -> str:
+    """An optional text key (the schema made it a string or null)."""
+    value = node.get(key)
+    return default if value is None else str(value)
 
 
 def _read_pack(path: Path) -> Pack:
     doc = load_yaml_file(path)
     where = str(path)
-    if not isinstance(doc, LineDict):
-        raise InputError("a rule file is a mapping with `rules:` (and optional pack, description, params)", where,
-                         getattr(doc, "line", 1))
-    reject_unknown_keys(doc, PACK_KEYS, where)
-    name = _str(doc, "pack", where, path.stem)
-    if not ID_RE.match(name):
-        raise InputError(f"pack name {name!r} must be lower-case letters, digits, . _ -", where, doc.line_of("pack"))
+    check(doc, PACK_FORM, where)  # the declared format first: every later step may trust the shapes
+    name = _text(doc, "pack", path.stem)
+    if not ID_RE.match(name):  # the schema checks `pack:`; a name from the file name is checked here
+        raise InputError(f"pack name {name!r} (from the file name) must be lower-case letters, digits, . _ -; "
+                         "set `pack:`", where, doc.line)
     params = doc.get("params") or LineDict()
-    if not isinstance(params, LineDict):
-        raise InputError("'params' must be a mapping of name: default", where, doc.line_of("params"))
-    rules = doc.get("rules")
-    if not isinstance(rules, LineList):
-        raise InputError("'rules' must be a list of rules", where, doc.line_of("rules"))
-    return Pack(name, where, doc.line, _str(doc, "description", where), plain(params),
-                {str(k): params.line_of(k) for k in params}, rules)
+    return Pack(name, where, doc.line, _text(doc, "description"), plain(params),
+                {str(k): params.line_of(k) for k in params}, doc["rules"])
 
 
 def _apply_overrides(packs: dict[str, Pack], overrides: Iterable[Override]) -> None:
@@ -165,11 +154,9 @@ def _apply_overrides(packs: dict[str, Pack], overrides: Iterable[Override]) -> N
         pack.params[o.name] = coerce(pack.params[o.name], plain(o.value), f"{o.pack}.{o.name}", o.source, o.line)
 
 
-def _compile_expr(text: Any, key: str, node: LineDict, pack: Pack, item: FactSpec | None,
+def _compile_expr(text: str, key: str, node: LineDict, pack: Pack, item: FactSpec | None,
                   used: bool = True) -> tuple[Any, FactSpec | None, Reads]:
     line = node.line_of(key)
-    if not isinstance(text, str) or not text.strip():
-        raise InputError(f"{key!r} must be a JMESPath expression (a string)", pack.source, line)
     try:
         expanded = substitute(text, pack.params)
     except KeyError as exc:
@@ -196,11 +183,10 @@ def _area_keys(reads: Reads, areas: set[str]) -> tuple[tuple[str, str | None], .
     """Which top-level key of each area a rule reads (None: the whole area), for content-keyed caching."""
     keys: dict[str, set[str | None]] = {a: set() for a in areas}
     for path in reads.paths | reads.bases:
-        parts = path.split(".")
-        if parts[0] != "facts" or len(parts) < 2:
+        steps = parse_path(path).steps()
+        if steps[0] != ("facts", False) or len(steps) < 2:
             continue
-        area = parts[1].removesuffix("[]")
-        keys.setdefault(area, set()).add(parts[2].removesuffix("[]") if len(parts) > 2 else None)
+        keys.setdefault(steps[1][0], set()).add(steps[2][0] if len(steps) > 2 else None)
     if reads.whole_facts or "*" in reads.roots:
         keys = {a: {None} for a in areas}
     out: list[tuple[str, str | None]] = []
@@ -228,131 +214,95 @@ def _title_line(path: str, key_line: int, lineno: int) -> int:
     return key_line + lineno - 1 + (1 if value[:1] in ("|", ">") else 0)
 
 
-def _compile_rule(node: Any, pack: Pack, index: int) -> Rule:
-    where, line = pack.source, pack.raw_rules.line_of(index)
-    if not isinstance(node, LineDict):
-        raise InputError("each rule must be a mapping", where, line)
-    reject_unknown_keys(node, RULE_KEYS, where, "rule")
-    for key in REQUIRED:
-        if key not in node:
-            raise InputError(f"rule is missing {key!r}", where, node.line)
-    rid = node["id"]
-    if not isinstance(rid, str) or not ID_RE.match(rid):
-        raise InputError(f"rule id {rid!r} must be lower-case letters, digits, . _ -", where, node.line_of("id"))
-    severity = node["severity"]
-    if severity not in SEVERITIES:
-        raise InputError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}", where,
-                         node.line_of("severity"))
-    if "fleet" in node:
-        for key in ("when", "select", "item", "evidence"):
-            if key in node:
-                raise InputError(f"a fleet rule takes no {key!r} (use fleet.where to choose hosts; its evidence is "
-                                 "the value and the hosts that hold it)", where, node.line_of(key))
-    elif "when" not in node and "select" not in node:
-        raise InputError("rule needs a condition: `when` (host-level) and/or `select` (one finding per item), "
-                         "or `fleet` (over all hosts)", where, node.line)
-    tags = node.get("tags") or []
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise InputError("'tags' must be a list of strings", where, node.line_of("tags"))
+@dataclass
+class _Match:
+    """What a rule's conditions compiled to, gathered while compiling it."""
 
-    reads = Reads()
-    when = select = item_expr = None
+    reads: Reads = field(default_factory=Reads)
+    when: Any | None = None
+    when_paths: frozenset[str] = frozenset()
+    select: Any | None = None
     item_spec: FactSpec | None = None
-    when_paths: set[str] = set()
-    if "when" in node:
-        when, _, r = _compile_expr(node["when"], "when", node, pack, None)
-        reads.merge(r)
-        when_paths = r.paths
-    if "select" in node:
-        select, result, r = _compile_expr(node["select"], "select", node, pack, None, used=False)
-        reads.merge(r)
-        item_spec = element(result) if result is not None and result.type == "list" else result
-        if result is not None and result.type != "list":
-            reads.use(result)  # one match, the value itself
-        item_spec = item_spec or FREE_ITEM
-    item_key = item_spec.key if item_spec is not None else None
-    if item_key and item_spec is not None and item_key in item_spec.children:
-        reads.note(item_spec.children[item_key].path)  # the item is named by its row key
-    if "item" in node:
-        if select is None:
-            raise InputError("'item' needs 'select' (it names the matched item)", where, node.line_of("item"))
-        item_expr, _, r = _compile_expr(node["item"], "item", node, pack, item_spec)
-        reads.merge(r)
-    evidence: list[tuple[str, Any]] = []
-    ev = node.get("evidence") or LineDict()
-    if not isinstance(ev, LineDict):
-        raise InputError("'evidence' must be a mapping of name: JMESPath expression", where, node.line_of("evidence"))
-    for name in ev:
-        compiled, _, r = _compile_expr(ev[name], name, ev, pack, item_spec)
-        reads.merge(r)
-        evidence.append((str(name), compiled))
-    fleet = None
-    if "fleet" in node:
-        fleet, r = _compile_fleet(node["fleet"], node, pack)
-        reads.merge(r)
-        item_spec = FREE_ITEM
-    if not evidence and select is None and fleet is None:  # a host-level rule shows the facts its condition read
-        evidence = [(p, jmespath.compile(p)) for p in sorted(when_paths) if _plain_path(p)]
-    if not evidence and select is not None and item_spec is not None:
-        reads.use(item_spec)  # the evidence is the whole match
-    title_src = node["title"]
-    if not isinstance(title_src, str) or not title_src.strip():
-        raise InputError("'title' must be a non-empty string (a jinja2 template)", where, node.line_of("title"))
-    try:
-        title, r = compile_title(title_src, root_spec(item_spec), params=pack.params,
-                                 evidence=[n for n, _ in evidence] if (evidence or select is None) and fleet is None
-                                 else None)
-    except TemplateError as exc:
-        raise InputError(str(exc), where, _title_line(where, node.line_of("title"), exc.lineno)) from None
-    reads.merge(r)
-    leads_to, leads_to_lines = _leads_to(node, where)
-    link = None
-    if "link" in node:
-        link_src = node["link"]
-        if not isinstance(link_src, str) or not link_src.strip():
-            raise InputError("'link' must be a non-empty string (a jinja2 template, like title)", where,
-                             node.line_of("link"))
-        try:
-            link, r = compile_title(link_src, root_spec(item_spec), params=pack.params,
-                                    evidence=[n for n, _ in evidence] if evidence or select is None else None)
-        except TemplateError as exc:
-            raise InputError(str(exc).replace("title template", "link template"), where,
-                             _title_line(where, node.line_of("link"), exc.lineno)) from None
-        reads.merge(r)
+    item_expr: Any | None = None
+    fleet: FleetSpec | None = None
+    evidence: list[tuple[str, Any]] = field(default_factory=list)
 
+
+def _compile_rule(node: LineDict, pack: Pack) -> Rule:
+    """One rule (its shape already checked by the pack's schema): conditions, evidence, templates."""
+    m = _Match()
+    _compile_conditions(node, pack, m)
+    names = [n for n, _ in m.evidence] if m.evidence or m.select is None else None
+    title = _compile_template(node, "title", pack, m, None if m.fleet is not None else names)
+    link = _compile_template(node, "link", pack, m, names) if "link" in node else None
+    reads = m.reads
     areas = set(reads.areas)
     if reads.whole_facts or "*" in reads.roots:
         areas |= set(fact_tree().children["facts"].children)
     shapes = area_shapes(reads.paths, reads.bases, areas, reads.whole_facts or "*" in reads.roots)
+    leads_to = node.get("leads_to") or LineList()
     return Rule(
-        id=rid, pack=pack.name, severity=severity, name=_str(node, "name", where, title_src.strip()), title=title,
-        description=_str(node, "description", where).strip(), remediation=_str(node, "remediation", where).strip(),
-        tags=tuple(tags), when=when, select=select, item_expr=item_expr, item_key=item_key,
-        evidence=tuple(evidence), areas=frozenset(areas), reads=_area_keys(reads, areas),
-        shapes=shapes,
-        roots=frozenset(reads.roots - {"facts", "item"}),
-        params=dict(pack.params), source=where, line=node.line, leads_to=leads_to, leads_to_lines=leads_to_lines,
-        link=link, fleet=fleet, root_keys=_root_keys(reads),
+        id=node["id"], pack=pack.name, severity=node["severity"], name=_text(node, "name", node["title"].strip()),
+        title=title, description=_text(node, "description").strip(), remediation=_text(node, "remediation").strip(),
+        tags=tuple(node.get("tags") or ()), when=m.when, select=m.select, item_expr=m.item_expr,
+        item_key=_item_key(m.item_spec), evidence=tuple(m.evidence),
+        areas=frozenset(areas), reads=_area_keys(reads, areas), shapes=shapes,
+        roots=frozenset(reads.roots - {"facts", "item"}), params=dict(pack.params), source=pack.source,
+        line=node.line, leads_to=tuple(leads_to), leads_to_lines=tuple(map(leads_to.line_of, range(len(leads_to)))),
+        link=link, fleet=m.fleet, root_keys=_root_keys(reads),
     )
 
 
-def _leads_to(node: LineDict, where: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """`leads_to: [rule ids]` → (ids, line of each); the ids are checked once every pack is loaded."""
-    value = node.get("leads_to")
-    if value is None:
-        return (), ()
-    if not isinstance(value, LineList):
-        raise InputError("'leads_to' must be a list of rule ids", where, node.line_of("leads_to"))
-    ids, lines = [], []
-    for i, rid in enumerate(value):
-        line = value.line_of(i)
-        if not isinstance(rid, str) or not ID_RE.match(rid):
-            raise InputError(f"leads_to: {rid!r} is not a rule id", where, line)
-        if rid in ids:
-            raise InputError(f"leads_to: {rid!r} is listed twice", where, line)
-        ids.append(rid)
-        lines.append(line)
-    return tuple(ids), tuple(lines)
+def _item_key(spec: FactSpec | None) -> str | None:
+    return spec.key if spec is not None else None
+
+
+def _compile_conditions(node: LineDict, pack: Pack, m: _Match) -> None:
+    """`when`, `select` (+ `item`), `evidence` and `fleet` into `m`, noting what each reads."""
+    if "when" in node:
+        m.when, _, r = _compile_expr(node["when"], "when", node, pack, None)
+        m.reads.merge(r)
+        m.when_paths = frozenset(r.paths)
+    if "select" in node:
+        _compile_select(node, pack, m)
+    for name in node.get("evidence") or ():
+        compiled, _, r = _compile_expr(node["evidence"][name], name, node["evidence"], pack, m.item_spec)
+        m.reads.merge(r)
+        m.evidence.append((str(name), compiled))
+    if "fleet" in node:
+        m.fleet, r = _compile_fleet(node["fleet"], pack)
+        m.reads.merge(r)
+    if not m.evidence and m.select is None and m.fleet is None:  # a host-level rule shows what its condition read
+        m.evidence = [(p, jmespath.compile(p)) for p in sorted(m.when_paths) if _plain_path(p)]
+    if not m.evidence and m.select is not None and m.item_spec is not None:
+        m.reads.use(m.item_spec)  # the evidence is the whole match
+
+
+def _compile_select(node: LineDict, pack: Pack, m: _Match) -> None:
+    """`select` (one finding per matched item) and the `item` expression naming it."""
+    m.select, result, r = _compile_expr(node["select"], "select", node, pack, None, used=False)
+    m.reads.merge(r)
+    spec = element(result) if result is not None and result.type == "list" else result
+    if result is not None and result.type != "list":
+        m.reads.use(result)  # one match, the value itself
+    m.item_spec = spec = spec or FREE_ITEM
+    if spec.key and spec.key in spec.children:
+        m.reads.note(spec.children[spec.key].path)  # the item is named by its row key
+    if "item" in node:
+        m.item_expr, _, r = _compile_expr(node["item"], "item", node, pack, spec)
+        m.reads.merge(r)
+
+
+def _compile_template(node: LineDict, key: str, pack: Pack, m: _Match, evidence: list[str] | None) -> Any:
+    """`title` or `link`: a jinja2 template checked against what the rule's findings carry."""
+    item = FREE_ITEM if m.fleet is not None else m.item_spec
+    try:
+        template, r = compile_title(node[key], root_spec(item), params=pack.params, evidence=evidence)
+    except TemplateError as exc:
+        raise InputError(str(exc).replace("title template", f"{key} template"), pack.source,
+                         _title_line(pack.source, node.line_of(key), exc.lineno)) from None
+    m.reads.merge(r)
+    return template
 
 
 def check_chains(rules: list[Rule]) -> None:
@@ -388,28 +338,16 @@ def _root_keys(reads: Reads) -> dict[str, tuple[str, ...]]:
     for root in ("host", "labels"):
         if root not in reads.roots or "*" in reads.roots:
             continue
-        keys = {p.partition(".")[2].split(".")[0].split("[")[0] for p in reads.paths if p.split(".")[0] == root}
+        keys = {parse_path(p).area for p in reads.paths if parse_path(p).steps()[0] == (root, False)}
         if keys and "" not in keys:
             out[root] = tuple(sorted(keys))
     return out
 
 
-def _compile_fleet(spec: Any, node: LineDict, pack: Pack) -> tuple[FleetSpec, Reads]:
+def _compile_fleet(spec: LineDict, pack: Pack) -> tuple[FleetSpec, Reads]:
     """`fleet: {unique: PATH [, within: LABEL]}` or `{agree: PATH, within: LABEL}` (+ optional `where`)."""
-    where, line = pack.source, node.line_of("fleet")
-    if not isinstance(spec, LineDict):
-        raise InputError("'fleet' must be a mapping: {unique: PATH} or {agree: PATH, within: LABEL}", where, line)
-    reject_unknown_keys(spec, FLEET_KEYS, where, "fleet")
-    kinds = [k for k in ("unique", "agree") if k in spec]
-    if len(kinds) != 1:
-        raise InputError("'fleet' needs exactly one of `unique: PATH` or `agree: PATH`", where, line)
-    kind = kinds[0]
+    kind = "unique" if "unique" in spec else "agree"  # the schema allows exactly one, and `agree` with `within`
     within = spec.get("within")
-    if within is not None and (not isinstance(within, str) or not re.fullmatch(r"[A-Za-z0-9_:./-]{1,128}", within)):
-        raise InputError("fleet.within must be a label name (az, az_id, ami_id, cluster, …)", where,
-                         spec.line_of("within"))
-    if kind == "agree" and within is None:
-        raise InputError("fleet.agree needs `within: LABEL` (the group whose hosts must agree)", where, line)
     expr, _, reads = _compile_expr(spec[kind], kind, spec, pack, None)
     cond = None
     if "where" in spec:
@@ -433,8 +371,8 @@ def load_rules(dirs: Iterable[str | Path] = (), builtin: bool = True,
     rules: list[Rule] = []
     seen: dict[str, Rule] = {}
     for pack in packs.values():
-        for i, node in enumerate(pack.raw_rules):
-            rule = _compile_rule(node, pack, i)
+        for node in pack.raw_rules:
+            rule = _compile_rule(node, pack)
             if rule.id in seen:
                 other = seen[rule.id]
                 raise InputError(f"rule id {rule.id!r} is already defined at {other.source}:{other.line}",

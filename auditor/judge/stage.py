@@ -1,4 +1,5 @@
-"""The judge stage of `scan`: load and validate rules and waivers up front, then judge every snapshot."""
+"""The judge stage: load and validate rules and waivers up front; after the evaluation core (auditor/evaluate/)
+judged every host, waivers, the rules section and chains."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from ..chaingraph import positions
 from ..models import Finding, Report
 from ..options import JudgeOptions, RuleOptions
 from .chains import host_chains
-from .engine import Judge
 from .params import Override, load_config, parse_set
 from .rules import RuleSet, load_rules
 from .waivers import Waiver, apply_waivers, load_waivers
@@ -40,15 +40,9 @@ def prepare(opts: JudgeOptions) -> JudgePlan:
     return JudgePlan(ruleset, waivers)
 
 
-def apply(plan: JudgePlan, report: Report, snapshots: list[dict]) -> None:
-    """Append findings (waivers applied), list the rules that ran, and note expired waivers."""
-    findings = Judge(plan.ruleset).judge_all(snapshots)
-    labels = {str(s.get("name")): dict(s.get("labels") or {}) for s in snapshots}
-    finish(plan, report, findings, labels)
-
-
-def finish(plan: JudgePlan, report: Report, findings: list[Finding], labels: dict[str, dict[str, str]]) -> None:
-    """Waivers over `findings` (every host's and the fleet rules'), then the rules and chains sections."""
+def apply(plan: JudgePlan, report: Report, findings: list[Finding], labels: dict[str, dict[str, str]]) -> None:
+    """Waivers over `findings` (every host's and the fleet rules', judged by the evaluation core), then the
+    rules and chains sections."""
     for host in report.hosts:
         labels.setdefault(host.name, dict(host.spec.labels))
     findings, notes = apply_waivers(findings, plan.waivers, labels, plan.today)

@@ -61,6 +61,31 @@ def _assets() -> tuple[Markup, Markup, str]:
     return Markup(css), Markup(js), csp
 
 
+HOSTS_DRAWN = 4  # per host class: the first hosts' own chain and trend pictures; the JSON has every host
+MAX_HOST_PICTURES = 120  # hosts with pictures in the whole page
+
+
+def host_pictures(doc: dict[str, Any]) -> Any:
+    """For the host detail: (host, its own chain picture or None, its trend pictures) of a class's first hosts."""
+    from .history_html import host_trends  # the trend pictures import this module's environment
+
+    chains = {str(c.get("host", "")): c for c in doc.get("chains") or [] if isinstance(c, dict)}
+    left = [MAX_HOST_PICTURES]  # over the whole page (worst classes first), so 500 classes stay a page, not 20 MB
+
+    def drawn(hosts: list[dict[str, Any]]) -> list[tuple[str, Markup | None, list[tuple[str, Markup]]]]:
+        out = []
+        for host in hosts[:min(HOSTS_DRAWN, left[0])]:
+            chain = chains.get(str(host.get("name")))
+            picture = pics.chain_svg(chain) if chain and chain.get("links") else None
+            trends = host_trends(doc, host)
+            if picture or trends:
+                out.append((str(host.get("name")), picture, trends))
+                left[0] -= 1
+        return out
+
+    return drawn
+
+
 def render(doc: dict[str, Any]) -> str:
     css, js, csp = _assets()
     classes = view.host_classes(doc)
@@ -77,5 +102,6 @@ def render(doc: dict[str, Any]) -> str:
         drift=view.drift_groups(doc), classes=shown, hidden_classes=len(classes) - len(shown),
         hidden_hosts=sum(len(c.hosts) for c in classes[len(shown):]),
         rank={s: severity_rank(s) for s in SEVERITIES}, css=css, js=js, csp=csp,
-        since_text=view.since_text,
+        since_text=view.since_text, host_pictures=host_pictures(doc), hosts_drawn=HOSTS_DRAWN,
+        max_host_pictures=MAX_HOST_PICTURES,
     ) + "\n"

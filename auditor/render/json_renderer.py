@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from ..textsafe import json_bytes, json_text
@@ -27,12 +28,12 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def render_stdlib(doc: dict[str, Any]) -> str:
+def render_stdlib(doc: Mapping[str, Any]) -> str:
     """The document through json.dumps (the reference, and the way for what orjson refuses)."""
     return json_text(json.dumps(_finite(doc), indent=2, ensure_ascii=False, default=str, allow_nan=False)) + "\n"
 
 
-def render_bytes(doc: dict[str, Any]) -> bytes:
+def render_bytes(doc: Mapping[str, Any]) -> bytes:
     """`render(doc)` as UTF-8 bytes, without a text copy when the output is plain ASCII (a 100,000-host
     report is ~0.5 GiB: written as orjson made it)."""
     import orjson  # when a report is written, not at start-up

@@ -44,7 +44,7 @@ def _facts(result: HostResult) -> str:
     kernel = (facts.get("kernel") or {}).get("release") or "?"
     systemd = facts.get("systemd") or {}
     units = systemd.get("units") or []
-    looping = [u["name"] for u in units if (u.get("restarts") or 0) > 0]
+    looping = [str(u.get("name")) for u in units if (u.get("restarts") or 0) > 0]
     dying = ((facts.get("cgroups") or {}).get("memory") or {}).get("dying")
     bits = [os_name, f"kernel {kernel}", f"{len(systemd.get('enabled_units') or [])} enabled units"]
     if looping:

@@ -10,8 +10,10 @@ hosts:
     labels: {az: us-east-1b}
     ssh: {port: 2222}          # per-host overrides, key by key
 ```
-Every error is an InputError naming the file and line. Relative paths (identity_file, known_hosts,
-ssh_config) are resolved against the inventory's directory; `~` is left for the transport to expand.
+The file's shape is declared in schemas/inventory.schema.json (checked first); the code checks what a schema
+cannot: targets, duplicate names, passwords in proxy_jump. Every error is an InputError naming the file and
+line. Relative paths (identity_file, known_hosts, ssh_config) are resolved against the inventory's directory;
+`~` is left for the transport to expand.
 """
 
 from __future__ import annotations
@@ -19,24 +21,21 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from ..errors import InputError
+from ..inputschema import Form, check
 from ..models import HostSpec, SSHOptions
 from ..yamlload import line_of, load_yaml_file
 
-TOP_KEYS = ("defaults", "hosts")
-DEFAULT_KEYS = ("ssh", "labels")
-HOST_KEYS = ("name", "target", "labels", "ssh")
-SSH_KEYS = tuple(f.name for f in fields(SSHOptions))
+# hosts are named by `name` in messages; string values are never echoed (a user or jump host may hold a password)
+INVENTORY_FORM = Form("inventory", "the inventory", {"hosts": ("host", "name")}, show_strings=False)
 _PATH_KEYS = ("identity_file", "known_hosts", "ssh_config")
 _INSTANCE_ID = re.compile(r"^m?i-[0-9a-f]{8}(?:[0-9a-f]{9})?$")
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8}(?:[0-9a-f]{9})?$")
 _REGION = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
-_BAD_NAME = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
 def safe_target(target: str, quote: bool = True) -> str:
@@ -213,40 +212,18 @@ class _Inventory:
     def fail(self, message: str, node: Any = None, key: Any = None) -> InputError:
         return InputError(message, self.file, line_of(node, key) if node is not None else None)
 
-    def mapping(self, value: Any, what: str, parent: Any, key: Any) -> dict:
-        if not isinstance(value, dict):
-            raise self.fail(f"{what} must be a mapping, not {_kind(value)}", parent, key)
-        return value
-
-    def check_keys(self, node: dict, allowed: tuple[str, ...], what: str) -> None:
-        for key in node:
-            if key not in allowed:
-                raise self.fail(
-                    f"unknown key {key!r} in {what} (allowed: {', '.join(allowed)})", node, key
-                )
-
     def specs(self) -> list[HostSpec]:
         doc = self.doc
         if doc is None:
             raise self.fail("empty inventory: expected a mapping with `hosts:`")
-        doc = self.mapping(doc, "the inventory", doc, None)
-        self.check_keys(doc, TOP_KEYS, "the inventory")
-        defaults = doc.get("defaults")
-        defaults = {} if defaults is None else self.mapping(defaults, "defaults", doc, "defaults")
-        self.check_keys(defaults, DEFAULT_KEYS, "defaults")
-        base_ssh = self.ssh_fields(defaults.get("ssh"), defaults, "ssh", "defaults.ssh")
-        base_labels = self.labels(defaults.get("labels"), defaults, "labels")
-        if "hosts" not in doc:
-            raise self.fail("missing `hosts:` (a list of hosts)", doc)
-        hosts = doc["hosts"]
-        if not isinstance(hosts, list):
-            raise self.fail(f"hosts must be a list, not {_kind(hosts)}", doc, "hosts")
-        if not hosts:
-            raise self.fail("hosts is empty", doc, "hosts")
+        check(doc, INVENTORY_FORM, self.file)  # shapes, types, ports, user names: the declared format
+        defaults = doc.get("defaults") or {}
+        base_ssh = self.ssh_fields(defaults.get("ssh"), "defaults.ssh")
+        base_labels = self.labels(defaults.get("labels"))
         out: list[HostSpec] = []
         names: dict[str, int | None] = {}
-        for index, host in enumerate(hosts):
-            spec = self.host(host, hosts, index, base_ssh, base_labels)
+        for index, host in enumerate(doc["hosts"]):
+            spec = self.host(host, index, base_ssh, base_labels)
             if spec.name in names:
                 raise self.fail(
                     f"duplicate host name {spec.name!r} (first at line {names[spec.name]})", host, "name"
@@ -255,74 +232,30 @@ class _Inventory:
             out.append(spec)
         return out
 
-    def host(
-        self, host: Any, hosts: list, index: int, base_ssh: dict[str, Any], base_labels: dict[str, str]
-    ) -> HostSpec:
-        host = self.mapping(host, f"hosts[{index}]", hosts, index)
-        self.check_keys(host, HOST_KEYS, f"hosts[{index}]")
-        for key in ("name", "target"):
-            if key not in host:
-                raise self.fail(f"hosts[{index}] has no {key!r}", host)
-            if not isinstance(host[key], str) or not host[key].strip():
-                raise self.fail(f"{key} must be a non-empty string, not {_kind(host[key])}", host, key)
-        name = host["name"]
-        if _BAD_NAME.search(name):
-            raise self.fail(f"host name {name!r} contains whitespace or control characters", host, "name")
+    def host(self, host: dict, index: int, base_ssh: dict[str, Any], base_labels: dict[str, str]) -> HostSpec:
+        """One host entry (its shape checked by the schema): the target parsed, defaults merged."""
         try:
             _, options = parse_target(host["target"])
             if self.check_paths and "path" in options:
                 check_image_root(options["path"], host["target"])
         except InputError as exc:
             raise self.fail(exc.message, host, "target") from None
-        ssh = {**base_ssh, **self.ssh_fields(host.get("ssh"), host, "ssh", f"hosts[{index}].ssh")}
-        labels = {**base_labels, **self.labels(host.get("labels"), host, "labels")}
-        return HostSpec(name=name, target=host["target"], labels=labels, ssh=SSHOptions(**ssh), options=options)
+        ssh = {**base_ssh, **self.ssh_fields(host.get("ssh"), f"hosts[{index}].ssh")}
+        labels = {**base_labels, **self.labels(host.get("labels"))}
+        return HostSpec(name=host["name"], target=host["target"], labels=labels, ssh=SSHOptions(**ssh),
+                        options=options)
 
-    def labels(self, value: Any, parent: Any, key: str) -> dict[str, str]:
-        if value is None:
-            return {}
-        value = self.mapping(value, "labels", parent, key)
-        out: dict[str, str] = {}
-        for k, v in value.items():
+    def labels(self, value: dict | None) -> dict[str, str]:
+        """Labels as text; a key YAML read as a number or boolean (JSON would see text) is refused."""
+        for k in value or {}:
             if not isinstance(k, str):
                 raise self.fail(f"label name {k!r} must be a string", value, k)
-            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-                hint = " (quote it)" if isinstance(v, bool) else ""
-                raise self.fail(f"label {k!r} must be a string, not {_kind(v)}{hint}", value, k)
-            out[k] = str(v)
-        return out
+        return {k: str(v) for k, v in (value or {}).items()}
 
-    def ssh_fields(self, value: Any, parent: Any, key: str, what: str) -> dict[str, Any]:
-        """Validated SSHOptions fields present in `value` (only those given, for merging)."""
-        if value is None:
-            return {}
-        value = self.mapping(value, what, parent, key)
-        self.check_keys(value, SSH_KEYS, what)
+    def ssh_fields(self, value: dict | None, what: str) -> dict[str, Any]:
+        """SSHOptions fields present in `value` (only those given, for merging): paths resolved, no passwords."""
         out: dict[str, Any] = {}
-        for k, v in value.items():
-            if k == "port":
-                ok = v is None or (isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536)
-                expect = "an integer 1-65535"
-            elif k == "connect_timeout":
-                ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-                expect = "a positive number of seconds"
-            elif k == "trust_on_first_use":
-                ok = isinstance(v, bool)
-                expect = "true or false"
-            elif k == "sudo":
-                ok = v is None or isinstance(v, bool)
-                expect = "true, false or null (automatic)"
-            else:  # user, proxy_jump and the paths
-                ok = v is None or (isinstance(v, str) and bool(v.strip()))
-                expect = "a non-empty string"
-            if not ok:
-                shown = redact_urls(repr(v)) if k == "proxy_jump" else repr(v)
-                raise self.fail(f"{what}.{k} must be {expect}, not {_kind(v)} {shown}", value, k)
-            if isinstance(v, str) and _CONTROL.search(v):
-                raise self.fail(f"{what}.{k} contains control characters", value, k)
-            if k == "user" and v is not None and not _SSH_USER.match(v):
-                raise self.fail(f"{what}.user {v.split(':', 1)[0]!r}…: letters, digits, '.', '-' and '_' only "
-                                "(passwords are refused; use identity_file or ssh-agent)", value, k)
+        for k, v in (value or {}).items():
             if k == "proxy_jump" and v is not None and _has_password(v):
                 raise self.fail(f"{what}.proxy_jump {redact_urls('ssh://' + v)[6:]!r}: passwords are refused; "
                                 "use identity_file or ssh-agent", value, k)
@@ -348,13 +281,3 @@ def _has_password(jump: str) -> bool:
         if at and ":" in userinfo:
             return True
     return False
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    for typ, word in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
-                      (list, "a list"), (dict, "a mapping")):
-        if isinstance(value, typ):
-            return word
-    return type(value).__name__

@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import interrupt
 from ..errors import TransportError
-from ..models import CommandResult, HostSpec
+from ..models import CommandResult, HostSpec, ProbeRequest
 from . import ami_aws, ami_disk, imds
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
 from .image import ImageTransport
@@ -217,15 +217,14 @@ class AmiTransport:
 
     def run(
         self,
-        script: str,
-        args: list[str],
+        request: ProbeRequest,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_output: int = DEFAULT_MAX_OUTPUT,
     ) -> CommandResult:
         with AmiRun(ami_id_of(self.spec.target), self.settings, self.region) as run:
             root = run.prepare()
             result = ImageTransport(HostSpec(self.spec.name, f"image://{root}")).run(
-                script, args, deadline_s, max_output)
+                request, deadline_s, max_output)
             assert run.image
             labels = run.image.labels()
         return replace(result, labels=labels)

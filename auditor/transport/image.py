@@ -3,7 +3,7 @@
 The image is untrusted data: it is read in Python through `ImageFS`, which resolves every path inside
 the image root as chroot would (links re-rooted, `..` clamped, loops refused, regular files only,
 bounded reads) and reports links that lead out of it. The probe script is not run; the same sections
-are produced by `collect.image_sections`, framed with the nonce the script carries. Nothing in the
+are produced by the image room (`auditor.image.sections`), framed with the request's nonce. Nothing in the
 image is executed; runtime sections (kernel state, cgroups, CPU, network) are not applicable.
 """
 
@@ -13,13 +13,11 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ..collect import framing
-from ..collect.image_sections import ImageSections
-from ..collect.probe import EXEC_VERSIONS_FLAG, split_probe_args
 from ..errors import InputError, TransportError
-from ..models import CommandResult, HostSpec
+from ..image.fs import ImageFS
+from ..image.sections import ImageSections
+from ..models import CommandResult, HostSpec, ProbeRequest
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
-from .image_fs import ImageFS
 
 
 def image_root(target: str) -> Path:
@@ -46,21 +44,17 @@ class ImageTransport:
 
     def run(
         self,
-        script: str,
-        args: list[str],
+        request: ProbeRequest,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_output: int = DEFAULT_MAX_OUTPUT,
     ) -> CommandResult:
-        """`args` are the binaries to fingerprint (with --exec-versions each binary says its version was
-        refused: an image's binaries are never run); the script only lends its nonce (framing.with_nonce)."""
-        nonce = framing.nonce_of(script)
-        if nonce is None:
-            raise TransportError("image reader: the probe script carries no run nonce (framing.with_nonce)")
+        """Fingerprints `request.binaries` (with `exec_versions` each binary says its version was refused:
+        an image's binaries are never run) and frames the sections with `request.nonce`; the script is
+        not run."""
         started = time.monotonic()
         try:
             with ImageFS(self.root, deadline=started + deadline_s) as fs:
-                flags, binaries = split_probe_args(args)
-                text = ImageSections(fs, nonce, binaries, EXEC_VERSIONS_FLAG in flags).text()
+                text = ImageSections(fs, request.nonce, list(request.binaries), request.exec_versions).text()
         except OSError as exc:
             raise TransportError(f"image {self.root}: {exc.strerror or exc}") from exc
         data = text.encode("utf-8", "replace")

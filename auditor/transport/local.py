@@ -6,12 +6,12 @@ import subprocess
 import time
 
 from ..errors import ProbeTimeout
-from ..models import CommandResult, HostSpec
+from ..models import CommandResult, HostSpec, ProbeRequest
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
 
 
 class LocalTransport:
-    """Runs the script with `/bin/sh -s` as the current user."""
+    """Runs the request's script with `/bin/sh -s -- ARGV` as the current user."""
 
     name = "local"
 
@@ -21,16 +21,15 @@ class LocalTransport:
 
     def run(
         self,
-        script: str,
-        args: list[str],
+        request: ProbeRequest,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_output: int = DEFAULT_MAX_OUTPUT,
     ) -> CommandResult:
         started = time.monotonic()
         try:
             proc = subprocess.run(
-                [self.shell, "-s", "--", *args],
-                input=script.encode(),
+                [self.shell, "-s", "--", *request.argv],
+                input=request.script.encode(),
                 capture_output=True,
                 timeout=deadline_s,
                 check=False,

@@ -142,11 +142,8 @@ class SSMTransport:
     def __init__(self, spec: HostSpec):
         self.spec = spec
 
-    def run(self, script: str | ProbeRequest, args: list[str] | None = None,
-            deadline_s: float = DEFAULT_DEADLINE_S, max_output: int = DEFAULT_MAX_OUTPUT) -> CommandResult:
-        """Takes the typed ProbeRequest; a (script, argv) pair — the Transport protocol's shape until it
-        takes the request too — is turned into one by `legacy_request`."""
-        request = script if isinstance(script, ProbeRequest) else legacy_request(script, args or [])
+    def run(self, request: ProbeRequest, deadline_s: float = DEFAULT_DEADLINE_S,
+            max_output: int = DEFAULT_MAX_OUTPUT) -> CommandResult:
         for _, outcome in run_ssm_batch([self.spec], request, deadline_s):
             if isinstance(outcome, TransportError):
                 raise outcome
@@ -156,16 +153,3 @@ class SSMTransport:
     def close(self) -> None:
         """Nothing held between runs."""
 
-
-def legacy_request(script: str, args: list[str]) -> ProbeRequest:
-    """A ProbeRequest from the shell transports' (framed script, argv) — the one place SSM still reads
-    probe flags back out of argv, only until the Transport protocol passes the request itself."""
-    from ..collect.framing import nonce_of
-    from ..collect.probe import DEEP_CPU_FLAG, EXEC_VERSIONS_FLAG, split_probe_args
-
-    nonce = nonce_of(script)
-    if nonce is None:
-        raise TransportError("the SSM transport needs a script framed with its nonce")
-    flags, binaries = split_probe_args(args)
-    return ProbeRequest(script=script, nonce=nonce, binaries=tuple(binaries),
-                        exec_versions=EXEC_VERSIONS_FLAG in flags, deep_cpu=DEEP_CPU_FLAG in flags, argv=tuple(args))

@@ -31,7 +31,8 @@ def _dpkg_owner(field: str) -> str | None:
     return first.split(":", 1)[0] or None
 
 
-def _binary(header: str, lines: list[str]) -> dict[str, Any]:
+def _fields(header: str, lines: list[str]) -> tuple[dict[str, str], list[dict[str, str]], list[str]]:
+    """One binary's `key=value` lines: (fields, download-URL evidence, the `failed=` reasons)."""
     fields: dict[str, str] = {}
     evidence: list[dict[str, str]] = []
     failures: list[str] = []  # what could not be read for this binary (the probe's or image reader's `failed=`)
@@ -48,6 +49,11 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
             raise TamperedOutput(f"binary {header!r}: {key!r} appears twice")
         else:
             fields[key] = value.strip()
+    return fields, evidence, failures
+
+
+def _binary(header: str, lines: list[str]) -> dict[str, Any]:
+    fields, evidence, failures = _fields(header, lines)
     name = header.rsplit("/", 1)[-1]
     if fields.get("found") != "1":
         return {"name": name, "requested": header, "found": False}

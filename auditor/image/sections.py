@@ -19,19 +19,21 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import re2  # type: ignore[import-untyped]
 
-from ..errors import ProbeTimeout
-from ..transport.image_fs import ImageFS, quote
-from . import framing
-from .collectors import RC_NOT_AVAILABLE, RC_OFFLINE, RC_TIMED_OUT
-from .image_packages import Packages
-from .image_units import list_unit_files
+from ..collect import framing
+from ..collect.collectors import RC_NOT_AVAILABLE, RC_OFFLINE, RC_TIMED_OUT
+from ..collect.parsers.confinement import CONFINEMENT
+from ..collect.section_list import SECTIONS
+from ..errors import ProbeTimeout, TransportError
+from .fs import ImageFS
+from .packages import Packages
+from .text import quote
+from .units import list_unit_files
 
-RUNTIME = ("cloudinit", "imds", "sysctl", "cgroups", "network", "kernel_log", "cpu", "cpu_stack")
 SMALL_CAP = 1 << 20  # identity files, os-release, eks release, ecs config
 LOG_CAP = 32 << 20  # logs and user data searched for download URLs
 HASH_CAP = 1 << 30  # a larger "binary" is not hashed
@@ -64,18 +66,6 @@ _SECRET_VARIABLE = _linear(r"^\s*(export\s+)?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PA
                            r"\s*=\s*\S")
 _AWS_CONFIG_SECRET = _linear(r"(?i)^\s*aws_(secret_access_key|session_token)\s*=")
 _DOCKER_AUTH = _linear(r'"auth"')
-CONFINEMENT = "confinement"  # the extra section listing what the image reader refused or reported
-MAX_NOTES_SHOWN = 10
-
-
-def confinement_error(sections: Mapping[str, Any]) -> str | None:
-    """The snapshot's `errors["image"]` text from a `confinement` section (None when it is empty)."""
-    section = sections.get(CONFINEMENT)
-    lines = [ln for ln in (section.body.splitlines() if section is not None else []) if ln.strip()]
-    if not lines:
-        return None
-    more = f"; … {len(lines) - MAX_NOTES_SHOWN} more" if len(lines) > MAX_NOTES_SHOWN else ""
-    return "image read confined to its root: " + "; ".join(lines[:MAX_NOTES_SHOWN]) + more
 
 
 def _first_line(text: str | None) -> str:
@@ -92,6 +82,8 @@ class ImageSections:
     """One run over one image: `text()` returns the framed sections and the done marker."""
 
     def __init__(self, fs: ImageFS, nonce: str, binaries: list[str], exec_versions: bool = False):
+        if not framing.NONCE_RE.match(nonce):
+            raise TransportError("image reader: the probe request carries no valid run nonce")
         self.fs = fs
         self.nonce = nonce
         self.binaries = binaries
@@ -323,49 +315,47 @@ class ImageSections:
             self.check_time()
         return "\n".join(lines)
 
+    def _producers(self) -> dict[str, Callable[[], str | tuple[str, int]]]:
+        """What the image reader prints for each section that is not runtime state (section_list.py)."""
+        return {
+            "meta": lambda: f"probe_version=1\nreader=image\nuid={os.getuid()}\nshell=\ndate_epoch={int(time.time())}",
+            "identity": self.identity,
+            "os": self.os,
+            "kernel": self.kernel,
+            "systemd_version": self.systemd_version,
+            "unit_files": lambda: list_unit_files(self.fs),
+            "units": lambda: "",  # an unbooted image has no runtime state: no units, not an error
+            "restart_journal": lambda: "",
+            "binaries": self.binaries_body,
+            "eks": self.eks,
+            "ecs": self.ecs,
+            "hygiene": self.hygiene,
+            "packages": self.packages.section,
+        }
+
     def text(self) -> str:
+        """Every section of the one section list, in its order; runtime ones "not applicable" (RC_OFFLINE)."""
         started = time.process_time()
-        steps: list[tuple[str, Callable[[], str | tuple[str, int]]]] = [
-            ("meta", lambda: f"probe_version=1\nreader=image\nuid={os.getuid()}\nshell=\n"
-                             f"date_epoch={int(time.time())}"),
-            ("identity", self.identity),
-            ("cloudinit", lambda: ("", RC_OFFLINE)),
-            ("imds", lambda: ("", RC_OFFLINE)),
-            ("os", self.os),
-            ("kernel", self.kernel),
-            ("sysctl", lambda: ("", RC_OFFLINE)),
-            ("systemd_version", self.systemd_version),
-            ("unit_files", lambda: list_unit_files(self.fs)),
-            ("units", lambda: ""),  # an unbooted image has no runtime state: no units, not an error
-            ("restart_journal", lambda: ""),
-            ("cgroups", lambda: ("", RC_OFFLINE)),
-            ("binaries", self.binaries_body),
-            ("eks", self.eks),
-            ("ecs", self.ecs),
-            ("hygiene", self.hygiene),
-            ("network", lambda: ("", RC_OFFLINE)),
-            ("kernel_log", lambda: ("", RC_OFFLINE)),
-            ("cpu", lambda: ("", RC_OFFLINE)),
-            ("cpu_stack", lambda: ("", RC_OFFLINE)),
-            ("packages", self.packages.section),
-        ]
+        producers = self._producers()
         out = []
         late = False  # the deadline has passed: this section and every one after it timed out
-        for name, produce in steps:
-            if name in RUNTIME:
+        for spec in SECTIONS:
+            if spec.runtime:
                 body, rc = "", RC_OFFLINE
+            elif spec.name == "cost":
+                cpu = time.process_time() - started
+                body, rc = f"0m{cpu:.3f}s 0m0.000s\n0m0.000s 0m0.000s", 0
+            elif spec.name == CONFINEMENT:  # what was refused, the deadline notwithstanding
+                body, rc = "\n".join(n.line() for n in self.fs.notes), 0
             elif late:
                 body, rc = "", RC_TIMED_OUT
             else:
                 try:
                     self.check_time()
-                    result = produce()
+                    result = producers[spec.name]()
                     body, rc = result if isinstance(result, tuple) else (result, 0)
                 except ProbeTimeout:
                     late, body, rc = True, "", RC_TIMED_OUT
-            out.append(framing.section_text(self.nonce, name, body, rc))
-        out.append(framing.section_text(self.nonce, CONFINEMENT, "\n".join(n.line() for n in self.fs.notes)))
-        cpu = time.process_time() - started
-        out.append(framing.section_text(self.nonce, "cost", f"0m{cpu:.3f}s 0m0.000s\n0m0.000s 0m0.000s"))
+            out.append(framing.section_text(self.nonce, spec.name, body, rc))
         out.append(framing.done_marker(self.nonce) + "\n")
         return "".join(out)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .. import interrupt
 from ..errors import ProbeTimeout
+from .text import quote
 
 MAX_LINKS = 40  # like the kernel's MAXSYMLINKS
 PSEUDO_FS = frozenset({
@@ -45,28 +46,6 @@ MAX_DU_ENTRIES = 200_000  # entries `disk_usage` visits before it stops (and not
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _CHECK_EVERY = 1024  # directory entries between two deadline checks
-
-
-def quote(text: str) -> str:
-    """Printable ASCII other than space and `%` kept, anything else %XX-encoded: one line, one token.
-
-    Names and link texts come from the image; quoted, they cannot start a line or a field of their own.
-    A byte that is not UTF-8 (a name read as bytes: Python's surrogate escape) is shown as `\\xff`.
-    """
-    return "".join(c if 0x21 <= ord(c) < 0x7F and c != "%" else _escape(c) for c in text)
-
-
-def field(text: str) -> str:
-    """One whitespace-separated field: white space and `%` %XX-encoded, an undecodable byte shown as `\\xff`;
-    every other character kept as the image has it (the renderers escape control characters for their
-    reader, the data keeps what the host said)."""
-    return "".join(_escape(c) if c.isspace() or c == "%" or 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
-
-
-def _escape(char: str) -> str:
-    if 0xDC80 <= ord(char) <= 0xDCFF:  # os.fsdecode's stand-in for the raw byte
-        return f"\\x{ord(char) - 0xDC00:02x}"
-    return "".join(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass"))
 
 
 class ImageFSError(OSError):

@@ -18,7 +18,8 @@ import re
 import stat
 from collections.abc import Callable
 
-from ..transport.image_fs import ImageFS, field
+from .fs import ImageFS
+from .text import field
 
 UNIT_DIRS: tuple[tuple[str, str], ...] = (  # (dir, kind) in systemd's system-scope search order
     ("etc/systemd/system.control", "config"),

@@ -17,7 +17,8 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 
-from ..transport.image_fs import ImageFS, quote
+from .fs import ImageFS
+from .text import quote
 
 STATUS_CAP = 256 << 20
 LIST_CAP = 64 << 20

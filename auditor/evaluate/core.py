@@ -1,0 +1,186 @@
+"""The evaluation core: host results in (any order, each with its input position), a Report out.
+
+`add` judges a host as it arrives (the Judge caches results by the content each rule reads), puts it on
+its configuration in the fleet index (normalized once per stable key), keeps its stub, findings and fleet
+slice, and drops the snapshot. A worker process's core hands what it added to its parent as a `Part`
+(`take`); the parent `merge`s parts in any order. `finish` runs the fleet rules, waivers, chains, drift,
+comparison, symptom ranking and the exit code, with hosts in input order whatever order they came in.
+
+A host name seen twice (two snapshot files of one host): the first (by arrival) is judged, the next is an
+`error` host saying so — the run is incomplete (exit 3), never a crash, and no host's findings are
+counted twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any
+
+from .. import exitcodes
+from ..compare import stage as compare_stage
+from ..compare.index import IndexBuilder, ViewMemo, ViewRef, host_attrs
+from ..compare.normalize import NormalView
+from ..compare.stage import ComparePlan
+from ..judge import stage as judge_stage
+from ..judge.engine import Judge
+from ..judge.stage import JudgePlan
+from ..models import Finding, HostResult, HostSpec, Report, severity_rank
+from ..snapshotdoc import Snapshot
+from .keep import fleet_cut, fleet_slice, stub
+
+DUPLICATE = "duplicate host name: an earlier snapshot names the same host"
+Sidecar = Callable[[Snapshot], Any]  # run on each snapshot before it is judged (trends, store rows)
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """What turns snapshots into a report: rules and waivers, compare options, --fail-on."""
+
+    judge: JudgePlan
+    compare: ComparePlan
+    fail_on: str | None = "high"
+
+
+@dataclass(slots=True)
+class Entry:
+    """All the core keeps of one host."""
+
+    position: int
+    host: HostResult  # its snapshot is a stub (keep.stub)
+    findings: list[Finding]
+    view: ViewRef | None = None
+    attrs: dict[str, str] | None = None
+    slice: Snapshot | None = None
+    extra: Any = None  # what the sidecar returned
+
+
+@dataclass
+class Part:
+    """What a worker's core added since its last `take`: entries, and the views its parent has not seen."""
+
+    entries: list[Entry] = field(default_factory=list)
+    views: dict[ViewRef, NormalView] = field(default_factory=dict)
+
+
+class Evaluation:
+    """One run's evaluation; `worker=True` keeps what it adds for `take` instead of indexing it."""
+
+    def __init__(self, plan: EvalPlan, judge: Judge | None = None, worker: bool = False,
+                 sidecar: Sidecar | None = None):
+        self.plan = plan
+        self.judge = judge or Judge(plan.judge.ruleset)
+        self.sidecar = sidecar
+        self._worker = worker
+        self._cut = fleet_cut(self.judge)
+        self._indexing = plan.compare.active
+        keys = plan.compare.keys()  # labels and host facts to group by (fact paths are read from the views)
+        self._keys = [k for k in keys if not k.startswith("facts.")]
+        self._memo = ViewMemo()
+        self._builder = IndexBuilder()
+        self._entries: list[Entry] = []
+        self._names: set[str] = set()  # the hosts judged so far
+        self._spare: list[Any] = []  # what the sidecar returned for duplicates (a store body may ride on one)
+        self._part = Part()
+        self._positions = count()
+
+    def add(self, result: HostResult, position: int | None = None) -> None:
+        """Judge and index one host; its snapshot is not kept."""
+        entry, view = self._evaluate(result, next(self._positions) if position is None else position)
+        views = {entry.view: view} if view is not None and entry.view is not None else {}
+        if self._worker:
+            self._part.entries.append(entry)
+            self._part.views.update(views)
+        else:
+            self._accept(entry, views)
+
+    def take(self) -> Part:
+        """A worker's entries since the last take (its views sent once per process)."""
+        part, self._part = self._part, Part()
+        return part
+
+    def merge(self, part: Part) -> None:
+        """A worker's part, in the parent."""
+        for entry in part.entries:
+            self._accept(entry, part.views)
+
+    def _evaluate(self, result: HostResult, position: int) -> tuple[Entry, NormalView | None]:
+        snap = result.snapshot
+        if result.status != "ok" or snap is None:
+            return Entry(position, result, []), None
+        extra = self.sidecar(snap) if self.sidecar is not None else None
+        findings = self.judge.judge(snap)
+        ref, view = self._memo.ref(snap) if self._indexing else (None, None)
+        attrs = host_attrs(snap, self._keys) if self._keys else None
+        return Entry(position, stub(result), findings, ref, attrs, fleet_slice(self._cut, snap), extra), view
+
+    def _accept(self, entry: Entry, views: dict[ViewRef, NormalView]) -> None:
+        name, ref = entry.host.name, entry.view
+        if entry.host.status == "ok":
+            if name in self._names:
+                if entry.extra is not None:
+                    self._spare.append(entry.extra)
+                entry = _duplicate(entry)
+            else:
+                self._names.add(name)
+                if ref is not None:
+                    if not self._builder.known(ref):
+                        self._builder.adopt(ref, views[ref])
+                    self._builder.place(name, ref)
+        self._entries.append(entry)
+
+    def extras(self) -> Iterable[tuple[HostResult, Any]]:
+        """Each judged host's stub and what the sidecar returned for it, in arrival order."""
+        return ((e.host, e.extra) for e in self._entries if e.extra is not None)
+
+    def spare(self) -> list[Any]:
+        """What the sidecar returned for hosts refused as duplicates (their rows are not recorded, but the
+        first copy of a stable body a worker packed may be among them)."""
+        return self._spare
+
+    def finish(self, generated_at: str, notes: Iterable[str] = ()) -> Report:
+        """The report: hosts in input order, every section filled, its exit code set."""
+        entries = sorted(self._entries, key=lambda e: e.position)
+        report = Report(hosts=[e.host for e in entries], generated_at=generated_at, fail_on=self.plan.fail_on,
+                        notes=list(notes))
+        findings = [f for e in entries for f in e.findings]
+        findings += self.judge.judge_fleet([e.slice for e in entries if e.slice is not None])
+        labels = {h.name: dict((h.snapshot or {}).get("labels") or h.spec.labels) for h in report.hosts}
+        judge_stage.apply(self.plan.judge, report, findings, labels)
+        if self._indexing:
+            attrs = {e.host.name: e.attrs for e in entries if e.attrs is not None}
+            order = [e.host.name for e in entries if e.view is not None and e.host.status == "ok"]
+            compare_stage.apply(self.plan.compare, report, self._builder.index(attrs, order))
+        report.exit_code = verdict(report)
+        return report
+
+
+def _duplicate(entry: Entry) -> Entry:
+    spec = entry.host.spec
+    host = HostResult(HostSpec(spec.name, spec.target, dict(spec.labels)), "error", DUPLICATE)
+    return Entry(entry.position, host, [])
+
+
+def failing(report: Report) -> bool:
+    """Any unwaived finding, or drift, at or above --fail-on."""
+    if report.fail_on is None:
+        return False
+    bar = severity_rank(report.fail_on)
+    if any(not f.waived and severity_rank(f.severity) >= bar for f in report.findings):
+        return True
+    return any(severity_rank(d.severity) >= bar for d in report.drift)
+
+
+def verdict(report: Report) -> int:
+    """The exit code: findings/drift at or above --fail-on, hosts not reached (exitcodes.combine)."""
+    return exitcodes.combine(failing(report), not all(h.complete for h in report.hosts))
+
+
+def evaluate(plan: EvalPlan, results: Iterable[HostResult], generated_at: str, notes: Iterable[str] = (),
+             sidecar: Sidecar | None = None) -> Report:
+    """Host results held by the caller (saved snapshots, a test's fleet) through one core, in their order."""
+    core = Evaluation(plan, sidecar=sidecar)
+    for result in results:
+        core.add(result)
+    return core.finish(generated_at, notes)

@@ -1,0 +1,283 @@
+"""Check a parsed YAML input file (rule pack, waivers, inventory, baseline) against its JSON Schema.
+
+The schemas in auditor/schemas/ are the declared formats: editors validate with them (yaml-language-server)
+and the loaders call `check` first, so both say the same. A schema error becomes an InputError at the
+file:line:column of the node it is about (from yamlload's marks), in words: "rule 'ecs.crash': severity 'hgh'
+is not one of critical, high, medium, low, info". A schema may give a keyword group its words with
+`errorMessage` (the key yaml-language-server shows too). When several errors exist, the one a reader meets
+first is reported (top to bottom; an unknown key before the missing one a typo also makes).
+
+jsonschema-rs answers "valid" first (schemacheck.FastCheck); only an invalid file imports and runs jsonschema
+for its errors (which has the last word), so loading valid packs stays as quick to start as before.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError
+from .schemacheck import FastCheck
+from .yamlload import LineDict, LineList
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+
+MAX_ERRORS = 200  # errors weighed for "first in the file": jsonschema yields a list's items in order, so a file
+# wrong on every one of 5,000 lines is answered in ~0.1 s, not seconds
+_MISSING = {"required", "anyOf", "oneOf"}  # about what a mapping lacks
+_SHOWS_VALUE = {"type", "pattern", "minLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                "const", "format"}
+_OWN_WORDS = {"additionalProperties", "required", "uniqueItems", "enum"}  # exact by themselves: never errorMessage
+_TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
+               "number": "a number", "boolean": "true or false", "null": "null"}
+
+
+@dataclass(frozen=True)
+class Form:
+    """How a file's nodes are named in messages: `noun` for the whole file; `items` maps a top-level key to
+    (noun, key): its entry is "noun 'value of key'" when it has that key, else `key[index]`; key None names a
+    mapping's entry by its own key (a baseline's fact path). `list_name` prefixes paths of a bare top-level list."""
+
+    schema: str
+    noun: str
+    items: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    list_name: str = ""
+    show_strings: bool = True  # False: never echo a string value (inventories may hold credentials)
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """auditor/schemas/NAME.schema.json, parsed."""
+    text = resources.files("auditor.schemas").joinpath(f"{name}.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@cache
+def _fast(name: str) -> FastCheck:
+    return FastCheck(load_schema(name))
+
+
+@cache
+def _full(name: str) -> Any:
+    """jsonschema's validator, imported only when a file is invalid (a valid pack loads without it)."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(load_schema(name))
+
+
+def json_view(value: Any) -> Any:
+    """The document as JSON sees it, as editors do: keys as strings, YAML dates as ISO text."""
+    if isinstance(value, dict):
+        return {str(k): json_view(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_view(v) for v in value]
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return value
+
+
+def check(doc: Any, form: Form, file: str) -> None:
+    """InputError at the first schema error of `doc` (parsed by yamlload), or return if it is valid."""
+    fast = _fast(form.schema)
+    if fast.valid(doc, from_json=True):  # LineDict/LineList are dicts/lists; a date or a number key says no
+        return
+    view = json_view(doc)
+    if fast.valid(view, from_json=True):
+        return
+    errors = list(islice(_full(form.schema).iter_errors(view), MAX_ERRORS))
+    if not errors:
+        return
+    error = min(errors, key=lambda e: _order(doc, e))
+    raise _input_error(doc, _leaf(error), form, file)
+
+
+def _order(doc: Any, error: ValidationError) -> tuple[int, int, int]:
+    """Where a reader meets an error, top to bottom. Something missing from a mapping counts as met at its last
+    key, after what is wrong inside it (a typo in a key makes both an unknown and a missing key); on one line an
+    unknown key comes first."""
+    rank = 0 if error.validator == "additionalProperties" else 2 if error.validator in _MISSING else 1
+    node, _ = _walk(doc, list(error.absolute_path))
+    if error.validator in _MISSING and isinstance(node, LineDict) and node.key_lines:
+        return max(node.key_lines.values()), rank, 0
+    line, col = _mark(doc, error)
+    return line, rank, col
+
+
+def _leaf(error: ValidationError) -> ValidationError:
+    """An anyOf/oneOf without words of its own is described by its best-matching branch error."""
+    from jsonschema.exceptions import best_match
+
+    while error.validator in ("anyOf", "oneOf") and not _words(error) and error.context:
+        error = best_match(error.context)
+    return error
+
+
+def _words(error: ValidationError) -> str:
+    if error.validator in _OWN_WORDS:
+        return ""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    message = schema.get("errorMessage")
+    return message if isinstance(message, str) else ""
+
+
+def _walk(doc: Any, path: Sequence[Any]) -> tuple[Any, tuple[int, int]]:
+    """The original node at a JSON path, and the (line, column) of its key or list item."""
+    node, mark = doc, (getattr(doc, "line", 1) or 1, getattr(doc, "col", 1) or 1)
+    for step in path:
+        if isinstance(node, LineDict):
+            key = step if step in node else next((k for k in node if str(k) == step), step)  # `1:` is "1"
+            mark, node = node.mark_of(key), node.get(key)
+        elif isinstance(node, LineList) and isinstance(step, int) and step < len(node):
+            mark, node = node.mark_of(step), node[step]
+        else:
+            break
+    return node, mark
+
+
+def _mark(doc: Any, error: ValidationError) -> tuple[int, int]:
+    """Where the error points: the unknown key, the key that needs another, the repeated item, else the node."""
+    path = list(error.absolute_path)
+    node, _ = _walk(doc, path)
+    culprit = _culprit(error, node)
+    if culprit is not None:
+        return _walk(doc, [*path, culprit])[1]
+    if error.validator in _MISSING and isinstance(node, (LineDict, LineList)):
+        return node.line, node.col
+    return _walk(doc, path)[1]
+
+
+def _culprit(error: ValidationError, node: Any) -> Any:
+    """The key or index inside `node` an object- or list-level error is about (None: the node itself)."""
+    if error.validator == "additionalProperties" and isinstance(node, LineDict):
+        return next(iter(_unknown(error, node)), None)
+    if error.validator == "dependentRequired" and isinstance(node, LineDict):
+        return next((k for k, _ in _needs(error, node)), None)
+    if error.validator == "uniqueItems" and isinstance(node, LineList):
+        return _repeat(node)
+    return None
+
+
+def _unknown(error: ValidationError, node: LineDict) -> list[Any]:
+    allowed = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+    return [k for k in node if str(k) not in allowed]
+
+
+def _needs(error: ValidationError, node: LineDict) -> list[tuple[Any, str]]:
+    deps = error.validator_value if isinstance(error.validator_value, dict) else {}
+    return [(k, d) for k in node if str(k) in deps for d in deps[str(k)] if d not in node]
+
+
+def _repeat(node: LineList) -> int | None:
+    seen: list[Any] = []
+    for i, item in enumerate(json_view(node)):
+        if item in seen:
+            return i
+        seen.append(item)
+    return None
+
+
+def _input_error(doc: Any, error: ValidationError, form: Form, file: str) -> InputError:
+    path = list(error.absolute_path)
+    node, _ = _walk(doc, path)
+    line, col = _mark(doc, error)
+    return InputError(_describe(error, node, _subject(doc, path, form), form), file, line, col)
+
+
+def _subject(doc: Any, path: Sequence[Any], form: Form) -> str:
+    """The node's name in a message: "rule 'x': severity", "hosts[1].ssh.port", "facts.os.id"."""
+    if not path:
+        return form.noun
+    head, rest, named = path[0], list(path), ""
+    if isinstance(head, str) and head in form.items and len(path) > 1:
+        named, rest = _item_name(_walk(doc, [head])[0], path[1], form.items[head]), rest[2:]
+    if not named:
+        rest = list(path)
+    dotted = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in rest).lstrip(".")
+    if isinstance(head, int):
+        dotted = form.list_name + dotted  # a file that is a bare list: waivers[0].reason
+    if named and dotted:
+        return f"{named}{dotted}" if dotted[0] == "[" else f"{named}: {dotted}"
+    return named or dotted
+
+
+def _item_name(parent: Any, step: Any, how: tuple[str, str | None]) -> str:
+    """"rule 'x'" for an entry labelled by its key, the fact path for a mapping entry, "" when unnamed."""
+    noun, label = how
+    if label is None:
+        return str(step)
+    item = _walk(parent, [step])[0]
+    value = item.get(label) if isinstance(item, dict) else None
+    return f"{noun} {value!r}" if isinstance(value, str) and value else ""
+
+
+def _describe(error: ValidationError, node: Any, subject: str, form: Form) -> str:
+    """The error in words, starting with its subject."""
+    words, kind = _words(error), error.validator
+    shown = _shown(node, form)
+    tail = f", not {shown}" if kind in _SHOWS_VALUE and shown else ""
+    if kind == "type":
+        expected = words or "must be " + " or ".join(_TYPE_WORDS.get(t, t) for t in _as_list(error.validator_value))
+        return f"{subject} {expected}, not {kind_of(node)}{' ' + shown if shown and node is not None else ''}"
+    if words:
+        return f"{subject} {words}{tail}"
+    return _default_words(error, node, subject, tail)
+
+
+def _default_words(error: ValidationError, node: Any, subject: str, tail: str) -> str:
+    kind, value = error.validator, error.validator_value
+    listed: list[Any] = value if isinstance(value, list) else []
+    simple: dict[str, Callable[[], str]] = {
+        "enum": lambda: f"{subject} {node!r} is not one of {', '.join(str(v) for v in listed)}",
+        "const": lambda: f"{subject} must be {value!r}{tail}",
+        "required": lambda: f"{subject} is missing " + ", ".join(repr(p) for p in listed if p not in node),
+        "additionalProperties": lambda: _unknown_words(error, node, subject),
+        "dependentRequired": lambda: "; ".join(f"{subject}: {k!r} needs {d!r}" for k, d in _needs(error, node)),
+        "uniqueItems": lambda: f"{subject}: {json_view(node)[_repeat(node) or 0]!r} is listed twice",
+        "minItems": lambda: f"{subject} is empty" if value == 1 else f"{subject} needs at least {value} items",
+        "minProperties": lambda: f"{subject} is empty",
+        "minLength": lambda: f"{subject} must not be empty",
+        "pattern": lambda: f"{subject} must match {value}{tail}",
+        "minimum": lambda: f"{subject} must be at least {value}{tail}",
+        "maximum": lambda: f"{subject} must be at most {value}{tail}",
+        "exclusiveMinimum": lambda: f"{subject} must be more than {value}{tail}",
+    }
+    if kind in simple:
+        return simple[kind]()
+    return f"{subject}: {error.message}"
+
+
+def _unknown_words(error: ValidationError, node: LineDict, subject: str) -> str:
+    allowed = sorted(error.schema.get("properties", {})) if isinstance(error.schema, dict) else []
+    unknown = _unknown(error, node)
+    where = f" in {subject}" if subject else ""
+    return f"unknown key {unknown[0]!r}{where} (allowed: {', '.join(allowed)})"
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _shown(value: Any, form: Form, limit: int = 60) -> str:
+    """A short repr of a scalar for a message; strings only when the form allows them."""
+    if isinstance(value, (dict, list)) or (isinstance(value, str) and not form.show_strings):
+        return ""
+    text = repr(json_view(value)) if value is not None else "null"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def kind_of(value: Any) -> str:
+    """A value's YAML kind in words: null, a boolean, an integer, a string, a list, a mapping."""
+    if value is None:
+        return "null"
+    for typ, word in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+                      (list, "a list"), (dict, "a mapping")):
+        if isinstance(value, typ):
+            return word
+    return type(value).__name__
