@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from . import workers
-from .collect.probe import DEFAULT_BINARIES, probe_args, probe_request, probe_script, validate_binaries
+from .collect.probe import DEFAULT_BINARIES, probe_request, validate_binaries
 from .collect.snapshot import build_snapshot
 from .errors import TransportError
 from .models import HostResult, HostSpec
@@ -55,23 +55,24 @@ def collect_ssm(
     deep_cpu: bool = False,
 ) -> list[HostResult]:
     """All ssm:// hosts in one batch: one SendCommand per ≤ 50 instances, or one tag-targeted command
-    (transport/ssm.py); run-wide remarks go to `notes`. Each SendCommand gets its own framing nonce."""
+    (transport/ssm.py); run-wide remarks go to `notes`. Each SendCommand gets its own framing nonce.
+    Each output becomes its snapshot as it arrives (the raw text is dropped then)."""
     from .transport.ssm import run_ssm_batch
 
     started = time.monotonic()
-    args = probe_args(validate_binaries(list(binaries)), exec_versions, deep_cpu)
-    outcomes = run_ssm_batch(specs, probe_script(), args, deadline_s, notes)
-    results = []
-    for spec, outcome in zip(specs, outcomes):
+    request = probe_request(list(binaries), exec_versions, deep_cpu)
+    results: list[HostResult | None] = [None] * len(specs)
+    for index, outcome in run_ssm_batch(specs, request, deadline_s, notes):
+        spec = specs[index]
         if isinstance(outcome, TransportError):
-            results.append(HostResult(spec, outcome.status, str(outcome), None, time.monotonic() - started))
+            results[index] = HostResult(spec, outcome.status, str(outcome), None, time.monotonic() - started)
         elif outcome.nonce is None:
-            results.append(HostResult(spec, "error", "SSM result carries no framing nonce", None,
-                                      time.monotonic() - started))
+            results[index] = HostResult(spec, "error", "SSM result carries no framing nonce", None,
+                                        time.monotonic() - started)
         else:
-            results.append(HostResult(spec, "ok", None, build_snapshot(spec, outcome, outcome.nonce),
-                                      outcome.duration_s))
-    return results
+            results[index] = HostResult(spec, "ok", None, build_snapshot(spec, outcome, outcome.nonce),
+                                        outcome.duration_s)
+    return [r or HostResult(s, "error", "no outcome", None, 0.0) for s, r in zip(specs, results)]
 
 
 def iter_hosts(

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,11 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditor.app import collect_hosts  # noqa: E402
+from auditor.aws.ssm import SSMSettings, rate_count  # noqa: E402
 from auditor.collect.probe import DEFAULT_BINARIES, probe_script  # noqa: E402
 from auditor.models import HostSpec  # noqa: E402
-from auditor.transport.ssm import SSMSettings, rate_count  # noqa: E402
-from auditor.transport.ssm_document import DOCUMENT_NAME, document_json, wrapper_script  # noqa: E402
+from auditor.transport.ssm_document import DOCUMENT_NAME, document_json  # noqa: E402
 from tests.ssm_endpoint import AwsStandIns, canned_runner  # noqa: E402
+from tests.ssm_endpoint.recorded import recorded_document_output  # noqa: E402
 
 
 def main() -> int:
@@ -48,9 +47,9 @@ def main() -> int:
 
 def measure(args: argparse.Namespace, mode: str) -> tuple[str, dict]:
     """Collect N instances one way; API calls, wall time and peak RSS."""
-    env = {"SSM_binaries": " ".join(DEFAULT_BINARIES), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    recorded = subprocess.run(["/bin/sh", "-c", wrapper_script(probe_script())], capture_output=True, text=True,
-                              env=env, check=True).stdout
+    # the document's real output here, framed with a nonce as the agent would pass it (without SSM_nonce
+    # the probe refuses to run and the "recording" was a 113-character header with nothing in it)
+    recorded = recorded_document_output()
     n = args.instances
     with AwsStandIns(visibility_lag_s=args.lag, workers=256) as aws:
         aws.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),

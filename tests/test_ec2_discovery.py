@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from auditor.aws.api import clients as aws_clients
+from auditor.aws.ssm import SSMSettings
 from auditor.cli import main
 from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.context import Env
 from auditor.errors import InputError
 from auditor.targets.ec2 import Discovery, discover, parse_filter
-from auditor.transport.ssm import SSMSettings, aws_clients
 from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
 from tests.ssm_endpoint import AwsStandIns, local_runner
 

@@ -13,11 +13,12 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from auditor.app import collect_hosts
+from auditor.aws.ssm import SSMSettings
 from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.models import HostSpec
 from auditor.transport.base import DEFAULT_MAX_OUTPUT
-from auditor.transport.ssm import SSMBatch, SSMSettings
 from auditor.transport.ssm_document import DOCUMENT_NAME, FOOTER, HEADER, decode_output, document_json
+from auditor.transport.ssm_s3 import read_object
 from tests.ssm_endpoint import AwsStandIns, canned_runner
 from tests.ssm_endpoint.recorded import recorded_document_output
 
@@ -114,9 +115,7 @@ def test_s3_gzip_bomb_gives_the_facts_before_the_cap_marked_truncated(aws: AwsSt
 
 def test_read_s3_never_fetches_more_than_its_limit(aws: AwsStandIns) -> None:
     aws.s3.put_object(Bucket="audit-out", Key="big/stdout", Body=b"x" * (3 * MiB))
-    batch = SSMBatch(SSMSettings(s3_bucket="audit-out"), "", [], 10, clients=(aws.ssm, aws.s3))
-    batch.s3_limit = MiB
-    text, capped = batch.read_s3("https://s3.us-east-1.amazonaws.com/audit-out/big/stdout")
+    text, capped = read_object(aws.s3, "audit-out", "big/stdout", MiB)
     assert capped and text == "x" * MiB
     aws.s3.put_object(Bucket="audit-out", Key="small/stdout", Body=b"y" * MiB)
-    assert batch.read_s3("https://s3.us-east-1.amazonaws.com/audit-out/small/stdout") == ("y" * MiB, False)
+    assert read_object(aws.s3, "audit-out", "small/stdout", MiB) == ("y" * MiB, False)

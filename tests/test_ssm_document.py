@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from auditor.collect.probe import DEFAULT_BINARIES, probe_script
-from auditor.transport.ssm import status_error
 from auditor.transport.ssm_document import (
     BINARIES_PATTERN,
     decode_output,
@@ -20,6 +19,7 @@ from auditor.transport.ssm_document import (
     probe_sha256,
     wrapper_script,
 )
+from auditor.transport.ssm_output import status_error
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

@@ -9,19 +9,13 @@ from importlib import resources
 from ..errors import InputError
 from ..models import ProbeRequest
 from ..options import DEFAULT_BINARIES as OPTIONS_DEFAULT_BINARIES
+from ..probeargs import CLEAN_PATH, DEEP_CPU_FLAG, EXEC_VERSIONS_FLAG, NAME
 from .framing import new_nonce, with_nonce
 
 DEFAULT_BINARIES = OPTIONS_DEFAULT_BINARIES  # the CLI's default `--binary` list (options.py, a neutral module)
 
-# One path segment: shell-inert characters, never `.` or `..` (`...` or `.hidden` are ordinary names).
-SEGMENT = r"(?:[A-Za-z0-9_+-][A-Za-z0-9._+-]*|\.[A-Za-z0-9_+-][A-Za-z0-9._+-]*|\.\.[A-Za-z0-9._+-]+)"
-NAME = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
-CLEAN_PATH = rf"(?:/{SEGMENT})+"  # absolute, no `//`, no trailing `/`, no `.`/`..` segments
 _NAME = re.compile(rf"^{NAME}$")
 _PATH = re.compile(rf"^{CLEAN_PATH}$")
-EXEC_VERSIONS_FLAG = "--exec-versions"
-DEEP_CPU_FLAG = "--deep-cpu"  # `--deep cpu`: perf kernel stacks of the hottest core (probe's cpu_stack section)
-PROBE_FLAGS = (EXEC_VERSIONS_FLAG, DEEP_CPU_FLAG)
 
 
 @lru_cache(maxsize=1)
@@ -48,14 +42,6 @@ def probe_args(binaries: list[str], exec_versions: bool = False, deep_cpu: bool 
     binaries."""
     flags = [flag for flag, on in ((EXEC_VERSIONS_FLAG, exec_versions), (DEEP_CPU_FLAG, deep_cpu)) if on]
     return flags + list(binaries)
-
-
-def split_probe_args(args: list[str]) -> tuple[frozenset[str], list[str]]:
-    """(the opt-in flags, the binaries) of a probe argument list made by `probe_args`."""
-    n = 0
-    while n < len(args) and args[n] in PROBE_FLAGS:
-        n += 1
-    return frozenset(args[:n]), list(args[n:])
 
 
 def probe_request(binaries: list[str] | tuple[str, ...], exec_versions: bool = False, deep_cpu: bool = False,

@@ -35,8 +35,8 @@ def _run_id(vol: dict) -> str:
 
 
 def cleanup(args: argparse.Namespace, env: Env) -> int:
+    from ..aws.api import clients as aws_clients
     from ..transport import ami_aws, ami_disk
-    from ..transport.ssm import aws_clients
 
     try:
         (ec2,) = aws_clients(args.region, args.profile, "ec2")

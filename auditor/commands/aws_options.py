@@ -9,10 +9,9 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
+from ..aws.ssm import DOCUMENT_NAME, RUN_SHELL_SCRIPT
 from ..options import AwsOptions
 from ..targets.ec2 import parse_filter
-from ..transport.ssm import RUN_SHELL_SCRIPT
-from ..transport.ssm_document import DOCUMENT_NAME
 from .checks import bounded_float
 
 REGION_RE = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")

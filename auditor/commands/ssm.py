@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 
 from .. import exitcodes
+from ..aws.api import clients as aws_clients
+from ..aws.api import error_for_aws
 from ..collect.probe import DEFAULT_BINARIES, probe_script
 from ..context import Env
 from ..errors import AuditorError
-from ..transport.ssm import aws_clients, error_for_aws
 from ..transport.ssm_document import DOCUMENT_NAME as DEFAULT_NAME
 from ..transport.ssm_document import document_json, probe_sha256
 from .aws_options import DOC_NAME_RE, REGION_RE, checked

@@ -58,7 +58,7 @@ def content_hash(entries: list[dict[str, Any]]) -> str:
 
 
 def _managed(ssm: Any, ids: list[str]) -> set[str]:
-    from ..transport.ssm import ping_statuses
+    from ..aws.ssm import ping_statuses
 
     return set(ping_statuses(ssm, ids))
 

@@ -14,16 +14,11 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..aws.api import clients as aws_clients
+from ..aws.api import pages, request_error
+from ..aws.ssm import MAX_TARGET_KEYS, MAX_TARGET_VALUES, SSMSettings, ping_statuses
 from ..errors import InputError, TransportError
 from ..models import HostSpec, SSHOptions
-from ..transport.ssm import (
-    MAX_TARGET_KEYS,
-    MAX_TARGET_VALUES,
-    SSMSettings,
-    aws_clients,
-    error_for_aws,
-    ping_statuses,
-)
 
 SERVER_FILTERS = (
     "image-id", "instance-state-name", "instance-type", "instance-id", "tag-key", "tag-value", "vpc-id",
@@ -74,7 +69,9 @@ class Discovery:
     ssh_address: str = "private"  # private | public
     ssh: SSHOptions = SSHOptions()
     ssm: SSMSettings = SSMSettings()
-    page_size: int | None = None  # DescribeInstances MaxResults (5-1000); None: the service default
+    # DescribeInstances MaxResults (5-1000): pages of 1,000, so a 100,000-instance account is 100 bounded
+    # responses, never one the size of the fleet
+    page_size: int | None = 1000
 
 
 def server_filters(filters: tuple[Ec2Filter, ...]) -> list[dict[str, Any]]:
@@ -108,14 +105,10 @@ def tag_targets(filters: tuple[Ec2Filter, ...]) -> tuple[tuple[str, tuple[str, .
 
 def describe_instances(ec2: Any, filters: list[dict[str, Any]], page_size: int | None = None) -> list[dict[str, Any]]:
     """Every instance matching `filters`, across all pages."""
-    config = {"PageSize": page_size} if page_size else {}
     found: list[dict[str, Any]] = []
-    try:
-        for page in ec2.get_paginator("describe_instances").paginate(Filters=filters, PaginationConfig=config):
-            for reservation in page.get("Reservations", []):
-                found.extend(reservation.get("Instances", []))
-    except Exception as exc:  # noqa: BLE001
-        raise error_for_aws(exc, "DescribeInstances") from None
+    for page in pages(ec2, "describe_instances", "DescribeInstances", page_size, request_error, Filters=filters):
+        for reservation in page.get("Reservations", []):
+            found.extend(reservation.get("Instances", []))
     return found
 
 

@@ -13,10 +13,10 @@ from functools import cache
 from importlib import resources
 from urllib.parse import urlsplit
 
+from ..aws.ssm import SSMSettings
 from ..errors import InputError
 from ..models import HostSpec, SSHOptions
 from ..options import AwsOptions, TargetOptions
-from ..transport.ssm import SSMSettings
 from .ec2 import BUILTIN_LABELS, Discovery, discover, tag_targets
 from .inventory import load_inventory, safe_target, targets_from_args
 

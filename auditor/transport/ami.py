@@ -72,7 +72,7 @@ class AmiRun:
 
     # --- the steps, in order ---------------------------------------------------------------------
     def connect(self) -> None:
-        from .ssm import aws_clients
+        from ..aws.api import clients as aws_clients
 
         if self.instance_id is None:  # the scanner itself: IMDS says which instance and where
             here = imds.placement()

@@ -16,8 +16,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .. import interrupt
+from ..aws.api import error_for_aws, pages
 from ..errors import TransportError
-from .ssm import error_for_aws
 
 TOOL_TAG, TOOL = "ami-auditor:tool", "ami-auditor"
 RUN_TAG = "ami-auditor:run-id"
@@ -43,16 +43,12 @@ class Image:
         return {"ami_id": self.ami_id, "ami_name": self.name, "creation_date": self.creation_date}
 
 
-def _client_error(exc: Exception, what: str) -> TransportError:
-    return error_for_aws(exc, what)
-
-
 def describe_image(ec2: Any, ami_id: str) -> Image:
     """DescribeImages → the root EBS snapshot (TransportError when the image is missing or not EBS-backed)."""
     try:
         images = ec2.describe_images(ImageIds=[ami_id]).get("Images") or []
     except Exception as exc:  # noqa: BLE001 - botocore raises many types; all become the host's error
-        raise _client_error(exc, "DescribeImages") from None
+        raise error_for_aws(exc, "DescribeImages") from None
     if not images:
         raise TransportError(f"DescribeImages: no image {ami_id} visible to this account in this region")
     img = images[0]
@@ -78,7 +74,7 @@ def instance_placement(ec2: Any, instance_id: str) -> tuple[str, set[str]]:
     try:
         reservations = ec2.describe_instances(InstanceIds=[instance_id]).get("Reservations") or []
     except Exception as exc:  # noqa: BLE001
-        raise _client_error(exc, "DescribeInstances") from None
+        raise error_for_aws(exc, "DescribeInstances") from None
     instances = [i for r in reservations for i in r.get("Instances") or []]
     if not instances:
         raise TransportError(f"DescribeInstances: no instance {instance_id}")
@@ -135,7 +131,7 @@ class Volumes:
                 AvailabilityZone=az, SnapshotId=image.root_snapshot, VolumeType="gp3",
                 TagSpecifications=[{"ResourceType": "volume", "Tags": tags(self.run_id, image.ami_id, self.expires)}])
         except Exception as exc:  # noqa: BLE001
-            raise _client_error(exc, "CreateVolume") from None
+            raise error_for_aws(exc, "CreateVolume") from None
         return str(vol["VolumeId"])
 
     def describe(self, volume_id: str) -> dict[str, Any] | None:
@@ -144,7 +140,7 @@ class Volumes:
         except Exception as exc:  # noqa: BLE001
             if "InvalidVolume.NotFound" in str(exc):
                 return None
-            raise _client_error(exc, "DescribeVolumes") from None
+            raise error_for_aws(exc, "DescribeVolumes") from None
         return vols[0] if vols else None
 
     def wait_state(self, volume_id: str, state: str, deadline: float, interruptible: bool = True) -> None:
@@ -163,7 +159,7 @@ class Volumes:
         try:
             self.ec2.attach_volume(VolumeId=volume_id, InstanceId=instance_id, Device=device)
         except Exception as exc:  # noqa: BLE001
-            raise _client_error(exc, "AttachVolume") from None
+            raise error_for_aws(exc, "AttachVolume") from None
 
     def detach(self, volume_id: str, instance_id: str, device: str) -> None:
         try:
@@ -171,7 +167,7 @@ class Volumes:
         except Exception as exc:  # noqa: BLE001
             if "IncorrectState" in str(exc) or "is in the 'available' state" in str(exc):
                 return  # not attached (any more)
-            raise _client_error(exc, "DetachVolume") from None
+            raise error_for_aws(exc, "DetachVolume") from None
 
     def delete(self, volume_id: str) -> None:
         try:
@@ -179,7 +175,7 @@ class Volumes:
         except Exception as exc:  # noqa: BLE001
             if "InvalidVolume.NotFound" in str(exc):
                 return
-            raise _client_error(exc, "DeleteVolume") from None
+            raise error_for_aws(exc, "DeleteVolume") from None
 
 
 def _expired(vol: dict[str, Any], now: datetime) -> bool:
@@ -195,12 +191,9 @@ def _expired(vol: dict[str, Any], now: datetime) -> bool:
 def tagged_volumes(ec2: Any) -> list[dict[str, Any]]:
     """Every volume this tool made that still exists (DescribeVolumes by the tool tag, all pages)."""
     out: list[dict[str, Any]] = []
-    try:
-        for page in ec2.get_paginator("describe_volumes").paginate(
-                Filters=[{"Name": f"tag:{TOOL_TAG}", "Values": [TOOL]}]):
-            out.extend(page.get("Volumes") or [])
-    except Exception as exc:  # noqa: BLE001
-        raise _client_error(exc, "DescribeVolumes") from None
+    tagged = [{"Name": f"tag:{TOOL_TAG}", "Values": [TOOL]}]
+    for page in pages(ec2, "describe_volumes", "DescribeVolumes", Filters=tagged):
+        out.extend(page.get("Volumes") or [])
     return out
 
 

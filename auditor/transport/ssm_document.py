@@ -6,8 +6,8 @@ The document (schema 2.2, one `aws:runShellScript` step) carries the probe base6
   trailing `/`; `allowedPattern` admits nothing else, all shell-inert) with `interpolationType: ENV_VAR`
   (the agent exports `SSM_binaries`; agents older than 3.3.2746 fall back to substituting it into a
   single-quoted string, which the pattern keeps inert);
-- `nonce`: the run's framing nonce (32 lowercase hex, collect/framing.py), fed to the probe as the first
-  line of its stdin (`AMI_NONCE=…`), never as an argument; same ENV_VAR style;
+- `nonce`: the run's framing nonce (32 lowercase hex, `probeargs.NONCE_PATTERN`), fed to the probe as
+  the first line of its stdin (`AMI_NONCE=…`), never as an argument; same ENV_VAR style;
 - `execVersions`: `yes` lets the probe run `--version` of root-only binaries (`--exec-versions`), `no`
   (default) never runs them; same ENV_VAR style;
 - `deepCpu`: `yes` samples the hottest core's kernel stacks with perf (`--deep-cpu`), `no` (default);
@@ -33,12 +33,10 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..collect.framing import NONCE_RE
-from ..collect.probe import CLEAN_PATH, DEEP_CPU_FLAG, EXEC_VERSIONS_FLAG, NAME
-from ..options import SSM_DOCUMENT_NAME
+from ..aws.ssm import DOCUMENT_NAME as DOCUMENT_NAME  # re-exported: the document is named once
+from ..probeargs import CLEAN_PATH, DEEP_CPU_FLAG, EXEC_VERSIONS_FLAG, NAME, NONCE_PATTERN
 from .base import DEFAULT_MAX_OUTPUT
 
-DOCUMENT_NAME = SSM_DOCUMENT_NAME
 STEP_NAME = "probe"
 HEADER = "AMI-AUDITOR-SSM/1"
 FOOTER = "AMI-AUDITOR-SSM/1 end"
@@ -47,7 +45,7 @@ _ITEM = rf"({NAME}|{CLEAN_PATH})"
 # bare names or clean absolute paths only; plain groups (portable to the service's regex engine), and no
 # nested ambiguity: segments start with distinct characters and stop at `/` or ` ` (linear matching)
 BINARIES_PATTERN = rf"^ *({_ITEM}( +{_ITEM})*)? *$".replace("(?:", "(")
-NONCE_PATTERN = r"^[0-9a-f]{32}$"
+_NONCE_RE = re.compile(NONCE_PATTERN)
 EXEC_VERSIONS_PATTERN = r"^(yes|no)$"
 TIMEOUT_PATTERN = r"^([1-9][0-9]{0,4}|1[0-6][0-9]{4}|17[0-1][0-9]{3}|172[0-7][0-9]{2}|172800)$"
 STDOUT_CAP = 24_000  # GetCommandInvocation.StandardOutputContent keeps this many characters
@@ -96,7 +94,7 @@ def wrapper_script(probe: str, binaries: list[str] | None = None, nonce: str | N
     if binaries is None:
         head = _DOC_FALLBACK
     else:
-        if nonce is None or not NONCE_RE.match(nonce):
+        if nonce is None or not _NONCE_RE.match(nonce):
             raise ValueError("AWS-RunShellScript mode needs the run's framing nonce")
         head = "\n".join(["SSM_binaries=" + shlex.quote(" ".join(binaries)), "SSM_nonce=" + shlex.quote(nonce),
                           "SSM_execVersions=" + ("yes" if exec_versions else "no"),

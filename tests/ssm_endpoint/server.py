@@ -18,6 +18,8 @@ locally with /bin/sh — and enforces SSM's documented limits:
   until terminal; StandardOutputContent cut at 24,000 characters, StandardErrorContent at 8,000;
   full output uploaded to S3 (the moto server) when OutputS3BucketName is given;
 - ListCommandInvocations: MaxResults ≤ 50 with NextToken; invocations not yet visible are left out;
+  `Details=True` adds CommandPlugins (Output = stdout, the agent's ERROR mark and stderr, cut at 2,500
+  characters; ResponseCode, start/finish times, StandardOutputUrl);
 - ListCommands (by CommandId): Status terminal once every invocation is, TargetCount, counts;
 - statuses per instance on demand: Undeliverable, delivery TimedOut, execution TimedOut (the script
   is really killed at executionTimeout), Terminated, Failed (a non-zero exit);
@@ -50,6 +52,8 @@ from typing import Any
 
 STDOUT_CAP = 24_000
 STDERR_CAP = 8_000
+PLUGIN_OUTPUT_CAP = 2_500  # ListCommandInvocations(Details=True) CommandPlugins[].Output
+PLUGIN_ERROR_MARK = "\n----------ERROR-------\n"
 MAX_IDS = 50
 MAX_TARGET_KEYS = 5
 _RATE = re.compile(r"^([1-9][0-9]*|0|[1-9][0-9]?%|100%|0%)$")
@@ -139,6 +143,7 @@ class Instance:
     behaviour: str = "run"  # run | undeliverable | offline (delivery times out) | terminated
     delay_s: float = 0.0  # time the script takes before it really runs (counts against executionTimeout)
     tags: dict[str, str] | None = None  # tags SSM resolves Targets against; None: the EC2 (moto) tags
+    s3_write: bool = True  # False: the agent's S3 upload fails (no s3:PutObject), output only in SSM
 
 
 @dataclass
@@ -156,6 +161,9 @@ class Invocation:
     started: float = 0.0
     ended: float = 0.0
     not_yet_gets: int = 0
+    step: str = ""
+    s3_bucket: str = ""
+    s3_prefix: str = ""
 
 
 @dataclass
@@ -200,6 +208,7 @@ class SSMEndpoint:
     visibility_lag_s: float = 0.3  # InvocationDoesNotExist window after SendCommand
     not_yet_gets: int = 0  # extra InvocationDoesNotExist answers per invocation (eventual consistency)
     workers: int = 8
+    s3_direct: bool = False  # write outputs into the in-process moto server's S3 backend (benchmarks at scale)
     instances: dict[str, Instance] = field(default_factory=dict)
     documents: dict[str, list[str]] = field(default_factory=dict)  # name -> versions' content
     default_version: dict[str, int] = field(default_factory=dict)
@@ -455,7 +464,8 @@ class SSMEndpoint:
             self.command_info[command_id] = cmd
             for iid in ids:
                 inv = Invocation(command_id, iid, req["DocumentName"], now + self.visibility_lag_s,
-                                 not_yet_gets=self.not_yet_gets)
+                                 not_yet_gets=self.not_yet_gets, step=step, s3_bucket=s3[0] or "",
+                                 s3_prefix=s3[1])
                 self.invocations[(command_id, iid)] = inv
                 invs.append(inv)
         threading.Thread(target=self._dispatch, args=(cmd, invs, script, env, exec_timeout, s3, step),
@@ -558,13 +568,25 @@ class SSMEndpoint:
             return self._finish(inv, "TimedOut", "Execution Timed Out", -1,
                                 err=f"failed to run commands: command timed out after {exec_timeout:.0f}s")
         bucket, prefix = s3
-        if bucket and self.s3 is not None:
+        if bucket and self.s3 is not None and inst.s3_write:
             key = "/".join(p for p in (prefix.strip("/"), inv.command_id, inv.instance_id, "awsrunShellScript",
                                        step, "stdout") if p)
-            self.s3.put_object(Bucket=bucket, Key=key, Body=out.encode())
-            inv.stdout_url = f"https://s3.{self.region}.amazonaws.com/{bucket}/{key}"
+            try:
+                self._upload(bucket, key, out)
+                inv.stdout_url = f"https://s3.{self.region}.amazonaws.com/{bucket}/{key}"
+            except Exception:  # noqa: BLE001 - as the agent: a failed upload leaves the output inline only
+                pass
         self._finish(inv, "Success" if code == 0 else "Failed", "Success" if code == 0 else "Failed", code,
                      out[:STDOUT_CAP], err[:STDERR_CAP])
+
+    def _upload(self, bucket: str, key: str, out: str) -> None:
+        if self.s3_direct:  # the same moto S3, through its backend: no client-side HTTP cost per output
+            from moto.core import DEFAULT_ACCOUNT_ID
+            from moto.s3.models import s3_backends
+
+            s3_backends[DEFAULT_ACCOUNT_ID]["global"].put_object(bucket, key, out.encode())
+        else:
+            self.s3.put_object(Bucket=bucket, Key=key, Body=out.encode())
 
     def _visible(self, command_id: str, instance_id: str) -> Invocation:
         inv = self.invocations.get((command_id, instance_id))
@@ -606,10 +628,27 @@ class SSMEndpoint:
             page = rows[start:start + max_results]
             out: dict[str, Any] = {"CommandInvocations": [
                 {"CommandId": r.command_id, "InstanceId": r.instance_id, "DocumentName": r.document,
-                 "Status": r.status, "StatusDetails": r.details} for r in page]}
+                 "Status": r.status, "StatusDetails": r.details,
+                 **({"CommandPlugins": [self._plugin(r)]} if req.get("Details") else {})} for r in page]}
         if start + max_results < len(rows):
             out["NextToken"] = str(start + max_results)
         return out
+
+    def _plugin(self, inv: Invocation) -> dict[str, Any]:
+        """A ListCommandInvocations(Details=True) plugin row: `Output` is the first 2,500 characters of
+        stdout, then the agent's ERROR mark and stderr (as the API reference caps it); times in epoch seconds."""
+        done = inv.status in TERMINAL
+        output = inv.stdout + (PLUGIN_ERROR_MARK + inv.stderr if inv.stderr else "") if done else ""
+        wall = time.time() - time.monotonic()
+        row: dict[str, Any] = {"Name": inv.step, "Status": inv.status, "StatusDetails": inv.details,
+                               "ResponseCode": inv.response_code, "Output": output[:PLUGIN_OUTPUT_CAP],
+                               "StandardOutputUrl": inv.stdout_url if done else "", "StandardErrorUrl": "",
+                               "OutputS3BucketName": inv.s3_bucket, "OutputS3KeyPrefix": inv.s3_prefix}
+        if inv.started:
+            row["ResponseStartDateTime"] = inv.started + wall
+        if inv.ended and inv.started:
+            row["ResponseFinishDateTime"] = inv.ended + wall
+        return row
 
     def op_ListCommands(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
         command_id = req.get("CommandId")

@@ -1,0 +1,227 @@
+"""Benchmark: a tag-targeted SSM scan over a simulated fleet of N instances, outputs in S3.
+
+`scan --ec2 tag:fleet=bench --via ssm --ssm-targets --ssm-s3-bucket B` against moto's server (EC2 for
+discovery by tag, S3 for the outputs) and the test SSM endpoint in replay mode: every instance answers
+with one real document output recorded on this machine, re-framed with the command's nonce and carrying
+the instance's own identity (tests/ssm_endpoint/replay.py). No host runs a probe.
+
+Two children per size, each its own process so its peak RSS is its own (the stand-ins run here):
+- `layer`: EC2 discovery + `run_ssm_batch`, each outcome built into its snapshot and dropped as it
+  arrives — what the SSM transport itself holds;
+- `scan`: the real CLI (`ami-auditor scan … --format json --out DIR --no-store`), which today still keeps
+  every snapshot until the report is made (the evaluation core's streaming is separate work).
+Prints, per size and child: wall time, peak RSS, SSM API calls by operation and per instance.
+Run: python3 benchmarks/bench_ssm_scale.py --instances 1000,10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+BUCKET = "bench-outputs"
+TAG = "tag:fleet=bench"
+AZS = (("us-east-1a", "use1-az1"), ("us-east-1b", "use1-az2"), ("us-east-1c", "use1-az4"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--instances", default="1000,10000", help="comma-separated fleet sizes")
+    ap.add_argument("--children", default="layer,scan", help="layer, scan or both (comma-separated)")
+    ap.add_argument("--poll", type=float, default=2.0, help="--ssm-poll-interval (first poll, s)")
+    ap.add_argument("--no-ec2", action="store_true",
+                    help="layer only: instances only in the SSM endpoint, specs built here instead of EC2 discovery "
+                         "(moto's DescribeInstances renders ~20 ms per instance on a loaded VM)")
+    ap.add_argument("--child-layer", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--prefix", default="layer", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child_layer:
+        return layer(args.prefix, args.poll, args.instances if args.no_ec2 else "")
+    rows = []
+    for n in (int(x) for x in args.instances.split(",")):
+        rows.extend(measure(n, args.children.split(","), args.poll, not args.no_ec2))
+    report(rows)
+    return 0
+
+
+def layer(prefix: str, poll: float, ids_file: str = "") -> int:
+    """The child: discovery (or the instance ids in `ids_file`) + run_ssm_batch, each snapshot built and
+    dropped as it arrives."""
+    from auditor.collect.probe import DEFAULT_BINARIES, probe_request
+    from auditor.collect.snapshot import build_snapshot
+    from auditor.models import CommandResult
+    from auditor.options import AwsOptions
+    from auditor.targets.ec2 import parse_filter
+    from auditor.targets.resolve import discovered_hosts
+    from auditor.transport.ssm import run_ssm_batch
+
+    aws = AwsOptions(ec2=(parse_filter(TAG),), region="us-east-1", ssm_s3_bucket=BUCKET, ssm_s3_prefix=prefix,
+                     ssm_poll_interval=poll, ssm_targets=True, ssm_max_concurrency="100%", ssm_max_errors="100%")
+    t0 = time.perf_counter()
+    if ids_file:
+        from auditor.aws.ssm import SSMSettings
+        from auditor.models import HostSpec
+
+        settings = SSMSettings(region="us-east-1", s3_bucket=BUCKET, s3_prefix=prefix, poll_interval_s=poll,
+                               targets=(("tag:fleet", ("bench",)),), max_concurrency="100%", max_errors="100%")
+        specs = [HostSpec(iid, f"ssm://{iid}", {"instance_id": iid}, options={"ssm": settings, "ssm_ping": "Online"})
+                 for iid in Path(ids_file).read_text().split()]
+    else:
+        specs = discovered_hosts(aws)
+    after_discovery, discovered_s, first_s = vm_hwm(), time.perf_counter() - t0, 0.0
+    ok = errors = 0
+    for index, outcome in run_ssm_batch(specs, probe_request(DEFAULT_BINARIES), deadline_s=900):
+        first_s = first_s or time.perf_counter() - t0
+        if isinstance(outcome, CommandResult) and outcome.nonce:
+            snapshot = build_snapshot(specs[index], outcome, outcome.nonce)
+            ok += snapshot["host"].get("instance_id") == specs[index].labels.get("instance_id")
+        else:
+            errors += 1
+    print(json.dumps({"ok": ok, "errors": errors, "hosts": len(specs),
+                      "peak_after_discovery_mib": round(after_discovery / 2**20),
+                      "peak_mib": round(vm_hwm() / 2**20), "discovered_s": round(discovered_s, 1),
+                      "first_outcome_s": round(first_s, 1), "last_outcome_s": round(time.perf_counter() - t0, 1)}))
+    return 0
+
+
+def vm_hwm() -> int:
+    """This process's own peak RSS in bytes (rusage would count pages shared with the parent before exec)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+
+
+def setup(aws: object, n: int, ec2_too: bool = True) -> list[str]:
+    """n instances in moto's EC2 (tagged, over three AZs; or not: `ec2_too`) and in the endpoint's registry,
+    replaying; their ids."""
+    from auditor.collect.probe import DEFAULT_BINARIES, probe_script
+    from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
+    from tests.ssm_endpoint.recorded import recorded_document_output
+    from tests.ssm_endpoint.replay import Identity, Replay
+
+    replay = Replay(recorded_document_output())
+    aws.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),  # type: ignore[attr-defined]
+                            DocumentType="Command", DocumentFormat="JSON")
+    aws.s3.create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
+    image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]  # type: ignore[attr-defined]
+    if not ec2_too:
+        ids = [f"i-{k:017x}" for k in range(1, n + 1)]
+        for k, iid in enumerate(ids):
+            az, az_id = AZS[k % len(AZS)]
+            aws.endpoint.add_instance(iid, replay.runner(Identity(iid, image, "m6i.large", az, az_id)),  # type: ignore[attr-defined]
+                                      tags={"fleet": "bench"})
+        return ids
+    import boto3
+    from botocore.config import Config
+
+    ec2 = boto3.client("ec2", region_name="us-east-1", config=Config(read_timeout=900, retries={"max_attempts": 1}))
+    made = 0
+    while made < n:
+        az, az_id = AZS[(made // 1000) % len(AZS)]
+        count = min(250, n - made)
+        reply = ec2.run_instances(
+            ImageId=image, MinCount=count, MaxCount=count, InstanceType="m6i.large", Placement={"AvailabilityZone": az},
+            TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "fleet", "Value": "bench"}]}])
+        for inst in reply["Instances"]:
+            iid = inst["InstanceId"]
+            aws.endpoint.add_instance(iid, replay.runner(Identity(iid, image, "m6i.large", az, az_id)),  # type: ignore[attr-defined]
+                                      tags={"fleet": "bench"})  # SSM resolves Targets from its registry
+        made += count
+    return [i for i in aws.endpoint.instances]  # type: ignore[attr-defined]
+
+
+# The child reports its own peak (VmHWM of its own address space, after exec): the rusage of a child
+# started by vfork/fork counts the parent's pages it shared before exec (here, the stand-ins').
+_PEAK = ("import atexit, sys\n"
+         "_peak_file = sys.argv.pop(1)\n"
+         "def _peak():\n"
+         "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
+         "    open(_peak_file, 'w').write(hwm)\n"
+         "atexit.register(_peak)\n")
+
+
+def child(argv: list[str], env: dict[str, str], code: str) -> tuple[float, int, int, str]:
+    """Run `code` (argv after it) in a fresh interpreter; (wall s, its peak RSS bytes, exit code, stdout)."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r") as peak:
+        proc = subprocess.run([sys.executable, "-c", _PEAK + code, peak.name, *argv], env=env, stdout=out,
+                              stderr=err, cwd=ROOT, check=False)
+        out.seek(0)
+        err.seek(0)
+        text = out.read() or f"(no result; exit {proc.returncode}; stderr ends: {err.read()[-600:]!r})"
+        hwm_kib = int(peak.read() or 0)
+    return time.perf_counter() - t0, hwm_kib * 1024, proc.returncode, text
+
+
+def measure(n: int, children: list[str], poll: float, ec2_too: bool = True) -> list[dict]:
+    import logging
+
+    from tests.ssm_endpoint import AwsStandIns
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
+
+    rows = []
+    with AwsStandIns(visibility_lag_s=1.0, workers=32, s3_direct=True) as aws:
+        t0 = time.perf_counter()
+        ids = setup(aws, n, ec2_too)
+        ids_file = Path(tempfile.mkdtemp(prefix="bench-ssm-ids-")) / "ids"
+        ids_file.write_text("\n".join(ids))
+        print(f"# {n} instances set up in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        for name in children:
+            aws.endpoint.calls.clear()
+            if name == "layer":
+                me = str(Path(__file__))
+                source = f"import sys, runpy; sys.argv = [{me!r}] + sys.argv[1:]; runpy.run_path({me!r}, " \
+                    "run_name='__main__')"
+                prefix = f"layer{n}"
+                argv = ["--child-layer", "--prefix", prefix, "--poll", str(poll)]
+                argv += [] if ec2_too else ["--no-ec2", "--instances", str(ids_file)]
+            else:
+                outdir, prefix = tempfile.mkdtemp(prefix="bench-ssm-scale-"), f"scan{n}"
+                source = "import sys; from auditor.cli import main; sys.argv = ['ami-auditor'] + sys.argv[1:]; " \
+                    "sys.exit(main())"
+                argv = ["scan", "--ec2", TAG, "--via", "ssm",
+                        "--ssm-targets", "--ssm-s3-bucket", BUCKET, "--ssm-s3-prefix", prefix, "--region",
+                        "us-east-1", "--ssm-poll-interval", str(poll), "--ssm-max-concurrency", "100%",
+                        "--ssm-max-errors", "100%", "--deadline", "900", "--no-store", "--quiet", "--format", "json",
+                        "--out", outdir]
+            wall, rss, code, text = child(argv, env, source)
+            calls = dict(aws.endpoint.calls)
+            runs = [v for v in aws.endpoint.invocations.values() if v.started and v.ended and v.s3_prefix == prefix]
+            answered = max(v.ended for v in runs) - min(v.started for v in runs) if runs else 0.0
+            if name == "scan":
+                saved = Path(outdir) / "report.json"
+                hosts = (json.loads(saved.read_text()) if saved.exists() else {}).get("hosts") or []
+                text = json.dumps({"ok": sum(h.get("status") == "ok" for h in hosts), "hosts": len(hosts),
+                                   "exit": code})
+                shutil.rmtree(outdir, ignore_errors=True)
+            rows.append({"n": n, "child": name, "wall": wall, "rss": rss, "calls": calls, "result": text.strip(),
+                         "answered": answered})
+            print(f"# {name} {n}: {wall:.0f} s, {rss / 2**20:.0f} MiB, {text.strip()}", file=sys.stderr, flush=True)
+    return rows
+
+
+def report(rows: list[dict]) -> None:
+    print(f"{'instances':>9} {'child':<6} {'wall s':>7} {'peak RSS MiB':>13} {'SSM calls':>9} {'per inst':>9}"
+          "  by operation")
+    for r in rows:
+        total = sum(r["calls"].values())
+        ops = ", ".join(f"{op} {c}" for op, c in sorted(r["calls"].items()))
+        print(f"{r['n']:>9} {r['child']:<6} {r['wall']:>7.1f} {r['rss'] / 2**20:>13.0f} {total:>9} "
+              f"{total / r['n']:>9.4f}  {ops}")
+        print(f"{'':>17}endpoint answered every instance within {r['answered']:.1f} s; child: {r['result']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
