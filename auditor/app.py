@@ -53,26 +53,30 @@ def collect_ssm(
     notes: list[str] | None = None,
     exec_versions: bool = False,
     deep_cpu: bool = False,
-) -> list[HostResult]:
+) -> Iterator[tuple[int, HostResult]]:
     """All ssm:// hosts in one batch: one SendCommand per ≤ 50 instances, or one tag-targeted command
     (transport/ssm.py); run-wide remarks go to `notes`. Each SendCommand gets its own framing nonce.
-    Each output becomes its snapshot as it arrives (the raw text is dropped then)."""
+    Yields (index in `specs`, result) as each output arrives, built into its snapshot then (the raw text
+    is dropped); a host the batch never answered for is an `error` at the end."""
     from .transport.ssm import run_ssm_batch
 
     started = time.monotonic()
     request = probe_request(list(binaries), exec_versions, deep_cpu)
-    results: list[HostResult | None] = [None] * len(specs)
+    answered = [False] * len(specs)
     for index, outcome in run_ssm_batch(specs, request, deadline_s, notes):
         spec = specs[index]
+        answered[index] = True
         if isinstance(outcome, TransportError):
-            results[index] = HostResult(spec, outcome.status, str(outcome), None, time.monotonic() - started)
+            yield index, HostResult(spec, outcome.status, str(outcome), None, time.monotonic() - started)
         elif outcome.nonce is None:
-            results[index] = HostResult(spec, "error", "SSM result carries no framing nonce", None,
-                                        time.monotonic() - started)
+            yield index, HostResult(spec, "error", "SSM result carries no framing nonce", None,
+                                    time.monotonic() - started)
         else:
-            results[index] = HostResult(spec, "ok", None, build_snapshot(spec, outcome, outcome.nonce),
-                                        outcome.duration_s)
-    return [r or HostResult(s, "error", "no outcome", None, 0.0) for s, r in zip(specs, results)]
+            yield index, HostResult(spec, "ok", None, build_snapshot(spec, outcome, outcome.nonce),
+                                    outcome.duration_s)
+    for index, spec in enumerate(specs):
+        if not answered[index]:
+            yield index, HostResult(spec, "error", "no outcome", None, 0.0)
 
 
 def iter_hosts(
@@ -90,30 +94,28 @@ def iter_hosts(
 
     `notes` receives run-wide remarks (e.g. instances a tag-targeted SSM command also ran on)."""
     binaries = validate_binaries(list(binaries))
-    done = 0
     ssm = [i for i, spec in enumerate(specs) if batched(spec.target)]  # the registry says which
     ssm_set = set(ssm)
     rest = [i for i in range(len(specs)) if i not in ssm_set]
 
-    def one(index: int) -> list[tuple[int, HostResult]]:
-        return [(index, collect_host(specs[index], binaries, deadline_s, exec_versions, deep_cpu))]
+    def one(index: int) -> tuple[tuple[int, HostResult]]:
+        return ((index, collect_host(specs[index], binaries, deadline_s, exec_versions, deep_cpu)),)
 
-    def ssm_batch() -> list[tuple[int, HostResult]]:
-        return list(zip(ssm, collect_ssm([specs[i] for i in ssm], binaries, deadline_s, notes, exec_versions,
-                                           deep_cpu)))
+    def ssm_batch() -> Iterator[tuple[int, HostResult]]:  # streams: each host as its output is read
+        for j, result in collect_ssm([specs[i] for i in ssm], binaries, deadline_s, notes, exec_versions, deep_cpu):
+            yield ssm[j], result
 
     # The SSM batch (its own polling threads) runs beside the other hosts, not before them: an SSM fault
     # (throttling, an agent that never answers) must not hold every SSH host until its deadline passes.
     # Daemon workers (workers.py): a SIGTERM ends the scan within 2 s whatever a worker is doing.
-    tasks: list[Callable[[], list[tuple[int, HostResult]]]] = [ssm_batch] if ssm else []  # first: it starts at once
+    tasks: list[Callable[[], Iterable[tuple[int, HostResult]]]] = [ssm_batch] if ssm else []  # first: it starts at once
     tasks += [functools.partial(one, i) for i in rest]
-    for batch in workers.run(tasks, max(1, min(parallel, len(rest) or 1)) + bool(ssm)):
-        for index, result in batch:
-            redact_errors([result])
-            done += 1
-            if progress:
-                progress(result, done, len(specs))
-            yield index, result
+    pool = workers.run(tasks, max(1, min(parallel, len(rest) or 1)) + bool(ssm))
+    for done, (index, result) in enumerate(pool, start=1):
+        redact_errors([result])
+        if progress:
+            progress(result, done, len(specs))
+        yield index, result
 
 
 def collect_hosts(specs: list[HostSpec], *args: Any, **kwargs: Any) -> list[HostResult]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from . import interrupt
@@ -22,42 +22,48 @@ T = TypeVar("T")
 STOP_GRACE_S = 1.0  # of the 2 s a stop may take: tasks that unwind by then finish cleanly
 
 
-def run(tasks: list[Callable[[], T]], workers: int) -> Iterator[T]:
-    """Each task's result as it finishes, at most `workers` at once; a task's exception is raised here.
+def run(tasks: list[Callable[[], Iterable[T]]], workers: int) -> Iterator[T]:
+    """Every result each task yields, as it is yielded, at most `workers` tasks at once; a task's exception
+    is raised here. A task is a callable returning an iterable: one host's result, or a batch that streams
+    (the SSM batch yields each host's outcome as its output is read).
 
-    Back-pressure: at most 2 × `workers` results are running or waiting for the caller, so a caller that
-    is slower than the tasks (judging each snapshot as it comes) holds a few results, not all of them."""
-    todo: queue.SimpleQueue[Callable[[], T] | None] = queue.SimpleQueue()
-    done: queue.SimpleQueue[tuple[bool, object]] = queue.SimpleQueue()
+    Back-pressure: at most 2 × `workers` results are waiting for the caller; a task that has one more to
+    hand over waits, so a caller slower than the tasks (judging each snapshot as it comes) holds a few
+    results, not all of them."""
+    todo: queue.SimpleQueue[Callable[[], Iterable[T]] | None] = queue.SimpleQueue()
+    done: queue.SimpleQueue[tuple[int, object]] = queue.SimpleQueue()  # (_ITEM | _ERROR | _END, value)
     for task in tasks:
         todo.put(task)
     running = threading.Semaphore(0)  # released by each worker as it exits
-    cancel = threading.Event()  # the caller gave up: take no new task
+    cancel = threading.Event()  # the caller gave up: take no new task, hand over nothing more
     count = max(1, min(workers, len(tasks)))
-    slots = threading.Semaphore(2 * count)  # taken by a worker before a task, given back as the caller takes one
+    slots = threading.Semaphore(2 * count)  # taken before a result is handed over, given back as the caller takes it
 
     def work() -> None:
         try:
-            while _slot(slots, cancel) and (task := _next(todo)) is not None:
+            while not cancel.is_set() and (task := _next(todo)) is not None:
                 try:
-                    done.put((True, task()))
+                    for item in task():
+                        if not _slot(slots, cancel):
+                            return
+                        done.put((_ITEM, item))
+                    done.put((_END, None))
                 except BaseException as exc:  # noqa: BLE001 - handed to the caller, who raises it
-                    done.put((False, exc))
+                    done.put((_ERROR, exc))
         finally:
             running.release()
 
     for _ in range(count):
         threading.Thread(target=work, daemon=True, name="ami-auditor-worker").start()
     try:
-        for _ in tasks:
-            while True:  # a timed wait: the main thread handles a signal at once
-                try:
-                    ok, value = done.get(timeout=0.2)
-                    break
-                except queue.Empty:
-                    interrupt.check()  # a stop seen here too when this is not the thread the signal hit
-            if not ok:
+        finished = 0
+        while finished < len(tasks):
+            kind, value = _take(done)
+            if kind == _ERROR:
                 raise value  # type: ignore[misc]
+            if kind == _END:
+                finished += 1
+                continue
             yield value  # type: ignore[misc]
             slots.release()  # the caller is done with this one
     except BaseException:
@@ -65,6 +71,17 @@ def run(tasks: list[Callable[[], T]], workers: int) -> Iterator[T]:
         if interrupt.STOP.is_set():
             _settle(running, count)
         raise
+
+
+_ITEM, _ERROR, _END = 0, 1, 2
+
+
+def _take(done: queue.SimpleQueue[tuple[int, object]]) -> tuple[int, object]:
+    while True:  # a timed wait: the main thread handles a signal at once
+        try:
+            return done.get(timeout=0.2)
+        except queue.Empty:
+            interrupt.check()  # a stop seen here too when this is not the thread the signal hit
 
 
 def _slot(slots: threading.Semaphore, cancel: threading.Event) -> bool:
@@ -75,7 +92,7 @@ def _slot(slots: threading.Semaphore, cancel: threading.Event) -> bool:
     return False
 
 
-def _next(todo: queue.SimpleQueue[Callable[[], T] | None]) -> Callable[[], T] | None:
+def _next(todo: queue.SimpleQueue[Callable[[], Iterable[T]] | None]) -> Callable[[], Iterable[T]] | None:
     try:
         return todo.get_nowait()
     except queue.Empty:

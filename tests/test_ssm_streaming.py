@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from auditor.app import collect_hosts
+from auditor.app import collect_hosts, iter_hosts
 from auditor.aws.ssm import SSMSettings
 from auditor.collect import framing
 from auditor.collect.probe import DEFAULT_BINARIES, probe_request, probe_script
@@ -137,6 +137,21 @@ def test_outputs_are_yielded_before_the_last_instance_finishes(aws: AwsStandIns,
     assert len(seen) == 21
     assert sum(not done for _, done in seen) >= 15, seen  # most outputs parsed while the slow one still ran
     assert seen[-1][1]
+
+
+def test_a_scan_gets_each_ssm_host_while_the_batch_still_runs(aws: AwsStandIns, replay: Replay) -> None:
+    """The scan's own door (app.iter_hosts): SSM hosts arrive one by one as their outputs are read, each
+    already a snapshot, not as one list when the last instance is done."""
+    fast = fleet(aws, replay, range(761, 781))
+    [slow] = fleet(aws, replay, range(781, 782), delay_s=6)
+    settings = SSMSettings(poll_interval_s=0.2, s3_bucket=BUCKET, s3_prefix="scan")
+    seen: list[bool] = []  # per host as it arrives: was the slow instance done at that moment?
+    for _, result in iter_hosts(specs(fast + [slow], settings), deadline_s=30):
+        assert result.status == "ok" and result.snapshot is not None, result.error
+        [inv] = [v for (_, i), v in aws.endpoint.invocations.items() if i == slow]
+        seen.append(inv.status == "Success")
+    assert len(seen) == 21 and seen[-1]
+    assert sum(not done for done in seen) >= 15, seen  # most hosts handed over while the slow one still ran
 
 
 def small_output(exit_status: int = 0) -> str:
