@@ -8,8 +8,9 @@ the instance's own identity (tests/ssm_endpoint/replay.py). No host runs a probe
 Two children per size, each its own process so its peak RSS is its own (the stand-ins run here):
 - `layer`: EC2 discovery + `run_ssm_batch`, each outcome built into its snapshot and dropped as it
   arrives — what the SSM transport itself holds;
-- `scan`: the real CLI (`ami-auditor scan … --format json --out DIR --no-store`), which today still keeps
-  every snapshot until the report is made (the evaluation core's streaming is separate work).
+- `scan`: the real CLI (`ami-auditor scan … --format json --out DIR --no-store`): each host's output is
+  judged and indexed as it is read and its snapshot dropped (the evaluation core); what grows is the
+  report (a stub and the findings per host).
 Prints, per size and child: wall time, peak RSS, SSM API calls by operation and per instance.
 Run: python3 benchmarks/bench_ssm_scale.py --instances 1000,10000
 """
