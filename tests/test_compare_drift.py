@@ -182,3 +182,14 @@ def test_diff_flat_leaves_out_only_what_deepdiff_finds_nothing_in(monkeypatch: p
         ("facts.a", "changed"), ("facts.b", "changed"), ("facts.units[b].state", "changed"),
         ("facts.units[c]", "added"), ("facts.pkgs[q]", "added"), ("facts.new[r]", "added"),
         ("facts.gone[g]", "removed")}
+
+
+def test_select_takes_exactly_the_paths_a_default_pattern_finds() -> None:
+    """select() matches the default patterns as one anchored pattern: the same paths as any of them."""
+    from auditor.compare.capture import DEFAULT_FACTS, select
+
+    for name in HOSTS:
+        flat = normalize(snap(name)).flat
+        paths = [*flat, *(p + suffix for p in flat for suffix in ("x", "\n", "[x]"))]
+        assert {p for p in select(dict.fromkeys(paths, "v"))} == \
+            {p for p in paths if any(d.search(p) for d in DEFAULT_FACTS)}
