@@ -98,7 +98,9 @@ def analyze(opts: AnalyzeOptions, env: Env) -> int:
                 term.out_styled(host_line(host))
         render_stage.write(plan.render, report, env)
         rows = history_stage.pending(core.extras(), core.spare())
-        not_recorded = history_stage.finish(session, report_to_dict(report), rows, now_iso())
+        # the report as the store records it: serialized only when there is a store (not with --no-store)
+        not_recorded = history_stage.finish(session, report_to_dict(report), rows, now_iso()) \
+            if session is not None else None
     except BaseException:
         history_stage.abandon(session)
         raise

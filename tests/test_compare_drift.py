@@ -160,3 +160,36 @@ def test_a_baseline_from_a_host_without_systemd_facts_does_not_expect_them(tmp_p
     assert "# not captured (collector failed on the source host): systemd" in path.read_text()
     assert drift_view(baseline, normalize(host)) == []
     assert {d.path for d in drift_view(baseline, normalize(snap("b1")))} == KUBELET  # systemd not judged
+
+
+
+def test_diff_flat_leaves_out_only_what_deepdiff_finds_nothing_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """diff_flat skips what is the same on both sides before deepdiff; values equal in Python but of other
+    types (1, 1.0, True) are still type changes, and rows added to a collection whose other rows are the
+    same are still rows added: the same differences, in the same order, as deepdiff over the whole views."""
+    from auditor.compare import drift
+
+    expected = {"facts.a": 1, "facts.b": 1.0, "facts.c": [1, 2], "facts.d": "x", "facts.e": {"k": [1]},
+                "facts.units[a].state": "on", "facts.units[b].state": True, "facts.pkgs[p].version": "1",
+                "facts.gone[g].x": 1}
+    actual = {"facts.a": True, "facts.b": 1, "facts.c": [1, 2.0], "facts.d": "x", "facts.e": {"k": [1.0]},
+              "facts.units[a].state": "on", "facts.units[b].state": 1, "facts.units[c].state": "on",
+              "facts.pkgs[p].version": "1", "facts.pkgs[q].version": "2", "facts.new[r].x": 3}
+    pruned = drift.diff_flat(expected, actual)
+    monkeypatch.setattr(drift, "_prune", lambda t1, t2: (t1, t2))
+    assert pruned == drift.diff_flat(expected, actual)
+    assert {(d.path, d.kind) for d in pruned} >= {
+        ("facts.a", "changed"), ("facts.b", "changed"), ("facts.units[b].state", "changed"),
+        ("facts.units[c]", "added"), ("facts.pkgs[q]", "added"), ("facts.new[r]", "added"),
+        ("facts.gone[g]", "removed")}
+
+
+def test_select_takes_exactly_the_paths_a_default_pattern_finds() -> None:
+    """select() matches the default patterns as one anchored pattern: the same paths as any of them."""
+    from auditor.compare.capture import DEFAULT_FACTS, select
+
+    for name in HOSTS:
+        flat = normalize(snap(name)).flat
+        paths = [*flat, *(p + suffix for p in flat for suffix in ("x", "\n", "[x]"))]
+        assert {p for p in select(dict.fromkeys(paths, "v"))} == \
+            {p for p in paths if any(d.search(p) for d in DEFAULT_FACTS)}

@@ -29,6 +29,8 @@ DEFAULT_FACTS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"^facts\.packages\.manager$",
     r"^facts\.packages\.items\[[^\]]+\]\.version$",
 ))
+# All of them as one pattern: each is anchored at the start, so one match() is any() of their search()es.
+_ANY_DEFAULT = re.compile("|".join(f"(?:{p.pattern})" for p in DEFAULT_FACTS))
 # Unit file states that are not a configuration choice (nothing enables or disables them).
 NOT_A_CHOICE = frozenset({"static", "alias", "generated", "transient", "indirect"})
 DEFAULT_COMPLETE = ("facts.systemd.unit_files", "facts.binaries", "facts.packages.items", "facts.kernel.sysctls")
@@ -49,7 +51,7 @@ def select(flat: dict[str, Any]) -> dict[str, Any]:
     """The default baseline facts of a normalized view (also what `complete` collections compare)."""
     out = {}
     for path, value in flat.items():
-        if isinstance(value, tuple) or not any(p.search(path) for p in DEFAULT_FACTS):
+        if isinstance(value, tuple) or not _ANY_DEFAULT.match(path):
             continue
         if path.startswith("facts.systemd.unit_files[") and value in NOT_A_CHOICE:
             continue

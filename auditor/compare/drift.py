@@ -64,9 +64,52 @@ def _expand(keys: list[Any], value: Any) -> list[tuple[str, Any]]:
     return [(_flat_path(keys), value)]
 
 
+def _same(a: Any, b: Any) -> bool:
+    """True when deepdiff would find nothing between `a` and `b`: equal and of the same types all the way
+    down (1, 1.0 and True are equal in Python but a type change to deepdiff); anything unsure is False."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return len(a) == len(b) and all(type(k) is str and k in b and _same(v, b[k]) for k, v in a.items())
+    if kind is list or kind is tuple:
+        return len(a) == len(b) and all(map(_same, a, b))
+    if kind is str or kind is int or kind is float or kind is bool:
+        return bool(a == b)
+    return False
+
+
+def _prune(t1: dict[str, Any], t2: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both nested views without what is the same on both sides, which deepdiff would walk to report nothing.
+
+    A plain path or a whole collection the same on both sides goes from both; in a collection on both
+    sides, rows the same on both sides go from both and the collection stays (possibly empty), so what
+    is added, removed or changed is reported at the same depth as before.
+    """
+    same = {key for key, v1 in t1.items() if key in t2 and _same(v1, t2[key])}
+    return _pruned(t1, t2, same), _pruned(t2, t1, same)
+
+
+def _pruned(mine: dict[str, Any], other: dict[str, Any], same: set[str]) -> dict[str, Any]:
+    """`mine` in its own order without the keys in `same`, and in a collection on both sides without the
+    rows the same on both sides."""
+    out: dict[str, Any] = {}
+    for key, value in mine.items():
+        if key in same:
+            continue
+        there = other.get(key, _MISSING)
+        if type(value) is dict and type(there) is dict:
+            value = {k: v for k, v in value.items() if not (k in there and _same(v, there[k]))}
+        out[key] = value
+    return out
+
+
 def diff_flat(expected: dict[str, Any], actual: dict[str, Any]) -> list[Difference]:
     """Every difference between two flat views, rows added/removed whole, via deepdiff."""
-    tree = DeepDiff(nest(expected), nest(actual), view="tree", verbose_level=2, threshold_to_diff_deeper=0)
+    t1, t2 = _prune(nest(expected), nest(actual))
+    tree = DeepDiff(t1, t2, view="tree", verbose_level=2, threshold_to_diff_deeper=0)
     out: list[Difference] = []
     for report_type, items in tree.items():
         for item in items:
