@@ -46,7 +46,8 @@ def test_commands_options_and_choices_complete(shell: str, tmp_path: Path) -> No
     assert {"--ssh-identity", "--ssh-user", "--ssh-known-hosts", "--ssh-config"} <= set(options)
     assert complete(shell, ["ami-auditor", "scan", "--color", ""], tmp_path) == ["auto", "always", "never"]
     assert "critical" in complete(shell, ["ami-auditor", "scan", "--fail-on", ""], tmp_path)
-    assert "--store" not in complete(shell, ["ami-auditor", "analyze", "--"], tmp_path)  # per command
+    analyze = complete(shell, ["ami-auditor", "analyze", "--"], tmp_path)  # per command: scan's own stay out
+    assert "--store" in analyze and "--parallel" not in analyze and "--notify" not in analyze
 
 
 def test_fish_script_names_every_command_and_option() -> None:

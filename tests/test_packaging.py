@@ -24,6 +24,16 @@ from tests.wheelhouse import ROOT, project_wheel, wheelhouse
 SDIST_TREES = ("contrib", "docs", "tests", "benchmarks", "rules", "reports", ".ci")
 
 
+def test_every_package_under_auditor_is_listed_for_the_wheel() -> None:
+    """A new room (a directory with __init__.py) missing from pyproject's packages is left out of the wheel:
+    the installed tool then fails with ModuleNotFoundError where users run it (Image Builder, the timer)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "auditor").rglob("__init__.py")}
+    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+
 def test_wheel_carries_data_files(tmp_path: Path) -> None:
     wheel = project_wheel(tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())
