@@ -193,3 +193,28 @@ def test_row_fields_follow_only_what_a_filter_reads_of_the_row() -> None:
     assert row_fields(cond("glob_any(source_host, `[\"a*\"]`)")) == {"source_host"}
     assert row_fields(cond("@ == 'ecs.service'")) is None  # the whole row
     assert row_fields(cond("length(@) > `1`")) is None
+
+
+def test_a_rule_that_misses_on_every_host_stops_being_cached_and_still_judges_right() -> None:
+    """Past its probation a rule that reads per-host counters (restarts) is run on every host: its cache
+    is let go (memory that would grow with the fleet), rules whose cache hits stay cached, verdicts stay."""
+    from auditor.judge import engine
+
+    ruleset = load_rules()
+    judge = Judge(ruleset)
+    base = recorded("fleet-b1")
+    hosts = []
+    for i in range(engine._PROBATION + 40):
+        s = copy.deepcopy(base)
+        s["name"] = f"h{i}"
+        for n, u in enumerate(s["facts"]["systemd"]["units"]):
+            u["restarts"] = i * 7 + n  # every host its own counters, as on a fleet
+        hosts.append(s)
+    got = [[asdict(f) for f in judge.judge(s)] for s in hosts]
+    assert "systemd.unit-crash-looping" in judge.uncached()
+    assert "kernel.thp-mode" not in judge.uncached() and "provenance.binary-unknown-origin" not in judge.uncached()
+    index = [r.id for r in judge.rules].index("systemd.unit-crash-looping")
+    assert not judge._caches[index]  # let go, not kept growing
+    for i in (0, engine._PROBATION - 1, engine._PROBATION, len(hosts) - 1):  # before, at and after the switch
+        assert got[i] == _reference(ruleset, hosts[i]), hosts[i]["name"]
+    assert any(f["rule"] == "systemd.unit-crash-looping" for f in got[-1])  # the rule really fires on them

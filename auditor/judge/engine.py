@@ -142,23 +142,64 @@ def _all_areas() -> frozenset[str]:
     return frozenset(fact_tree().children["facts"].children)
 
 
+_PROBATION = 512  # lookups before a rule whose cache hardly ever hits stops being cached
+
+Found = list[dict[str, Any]]
+
+
 class Judge:
-    """Judges snapshots with a rule set, caching results by the content each rule reads."""
+    """Judges snapshots with a rule set, caching results by the content each rule reads.
+
+    A rule whose key misses on nearly every host (it reads per-host counters: restarts, dying memcgs) is
+    just run once its probation shows it: its digest costs as much as running it, and its cache would
+    grow with the fleet."""
 
     def __init__(self, ruleset: RuleSet):
         self.rules = list(ruleset.rules)
         self._roots = [tuple(sorted(r.roots)) for r in self.rules]
-        self._cache: dict[tuple[int, tuple[bytes, ...]], list[dict[str, Any]]] = {}
+        self._caches: list[dict[tuple[bytes, ...], Found]] = [{} for _ in self.rules]
+        self._lookups = [0] * len(self.rules)
+        self._hits = [0] * len(self.rules)
+        self._cached = [True] * len(self.rules)
         self._derived = derived_areas()  # trends: absent without history, which is no trend, not an unknown
         self.evaluations = 0  # rule runs actually performed (cache misses)
         self._interp = RowMemoInterpreter(OPTIONS)  # filters remember their verdict per distinct row
 
-    def _key(self, index: int, rule: Rule, digests: _Digests) -> tuple[int, tuple[bytes, ...]]:
+    def _key(self, index: int, rule: Rule, digests: _Digests) -> tuple[bytes, ...]:
         if "*" in rule.roots:
-            return index, (digests.root("*"),)
+            return (digests.root("*"),)
         parts = [digests.area(a, shape) for a, shape in rule.shapes]
         parts.extend(digests.root(r, rule.root_keys.get(r)) for r in self._roots[index])
-        return index, tuple(parts)
+        return tuple(parts)
+
+    def uncached(self) -> list[str]:
+        """The rules that came out of probation as per-host readers: run on every host, nothing cached."""
+        return [r.id for r, cached in zip(self.rules, self._cached) if not cached]
+
+    def _run(self, rule: Rule, snapshot: Snapshot) -> Found:
+        self.evaluations += 1
+        try:
+            results = _evaluate(rule, snapshot, self._interp)
+        except (JMESPathError, TypeError, ValueError) as exc:
+            results = [_not_evaluated(rule, "error", f"{type(exc).__name__}: {exc}", {})]
+        return [{k: getattr(f, k) for k in _FIELDS} for f in results]
+
+    def _found(self, index: int, rule: Rule, snapshot: Snapshot, digests: _Digests) -> Found:
+        """The rule's results on this snapshot: from its cache by the digest of what it reads, or run."""
+        if not self._cached[index]:
+            return self._run(rule, snapshot)
+        cache = self._caches[index]
+        key = self._key(index, rule, digests)
+        found = cache.get(key)
+        self._lookups[index] += 1
+        if found is not None:
+            self._hits[index] += 1
+            return found
+        found = cache[key] = self._run(rule, snapshot)
+        if self._lookups[index] == _PROBATION and self._hits[index] * 8 < _PROBATION:
+            self._cached[index] = False  # a per-host reader: run it from now on, its cache let go
+            cache.clear()
+        return found
 
     def judge(self, snapshot: Snapshot) -> list[Finding]:
         """All findings (including not-evaluated ones) for one snapshot."""
@@ -177,16 +218,7 @@ class Judge:
             if unknown is not None:
                 out.append(replace(unknown, host=host))
                 continue
-            key = self._key(index, rule, digests)
-            found = self._cache.get(key)
-            if found is None:
-                self.evaluations += 1
-                try:
-                    results = _evaluate(rule, snapshot, self._interp)
-                except (JMESPathError, TypeError, ValueError) as exc:
-                    results = [_not_evaluated(rule, "error", f"{type(exc).__name__}: {exc}", {})]
-                found = [{k: getattr(f, k) for k in _FIELDS} for f in results]
-                self._cache[key] = found
+            found = self._found(index, rule, snapshot, digests)
             out.extend(Finding(host=host, **f) for f in found)
         return out
 
