@@ -53,7 +53,27 @@ _UNSAFE_UTF8 = re.compile(b"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xd8\x9c|\x
                           b"|\xe2\x81[\xa6-\xa9]|\xef\xbb\xbf|\xef\xbf[\xbe\xbf]")
 
 
+# the bytes an unsafe match starts with: one class, which re scans for far faster than the alternation
+# (a report with an arrow in every finding title: 2.4 s for 200 MiB with the whole pattern, 0.5 s so)
+_UNSAFE_LEAD = re.compile(b"[\x00-\x09\x0b-\x1f\x7f\xc2\xd8\xe2\xef]")
+
+
 def json_bytes(data: bytes) -> bytes:
     """`json_text` on UTF-8 bytes, without decoding them: `json_bytes(t.encode()) == json_text(t).encode()`
     (a 0.5 GiB report is escaped in one pass and one copy)."""
-    return _UNSAFE_UTF8.sub(lambda m: f"\\u{ord(m.group().decode('utf-8')):04x}".encode("ascii"), data)
+    parts: list[bytes] = []
+    done = 0
+    lead = _UNSAFE_LEAD.search(data)
+    while lead is not None:
+        at = lead.start()
+        unsafe = _UNSAFE_UTF8.match(data, at)
+        if unsafe is None:  # a safe character with that lead byte (an arrow, an accented letter)
+            lead = _UNSAFE_LEAD.search(data, at + 1)
+            continue
+        parts += (data[done:at], f"\\u{ord(unsafe.group().decode('utf-8')):04x}".encode("ascii"))
+        done = unsafe.end()
+        lead = _UNSAFE_LEAD.search(data, done)
+    if not parts:
+        return data
+    parts.append(data[done:])
+    return b"".join(parts)
