@@ -95,3 +95,11 @@ def run_pending_cleanups() -> None:
     finally:
         if main:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+
+
+def forked_child_signals() -> None:
+    """In a forked helper process (a pool worker): leave SIGINT to the parent, which stops the pool, and die
+    on SIGTERM. The parent's clean-stop handler raising inside a child could leave a pool's queue lock held
+    for good."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

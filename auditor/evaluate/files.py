@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
-import signal
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..compare.sources import load_snapshot_file
 from ..errors import InputError
+from ..interrupt import forked_child_signals
 from ..models import HostResult, HostSpec
 from ..snapshotdoc import Snapshot
 from .core import Evaluation, Part
@@ -56,13 +56,6 @@ def _run_batch(batch: tuple[int, Sequence[str]]) -> Part:
     return _WORKER.take()
 
 
-def _worker_signals() -> None:
-    """Workers leave SIGINT to the parent (which stops the pool) and die on SIGTERM: the parent's clean-stop
-    handler (interrupt.py) raising inside a worker could leave the task queue's lock held for good."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int | None = None) -> None:
     """Every file through `core`: in this process (one job, or few files), else on `jobs` forked workers
     running the same core, merged here in file order."""
@@ -77,7 +70,7 @@ def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int
                 core.add(read_host(path))
             return
         _WORKER = Evaluation(core.plan, core.judge, worker=True, sidecar=core.sidecar)
-        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals)
+        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=forked_child_signals)
         try:
             for part in pool.imap(_run_batch, _batches(files, size)):
                 core.merge(part)
