@@ -218,3 +218,50 @@ def test_rules_reading_labels_or_a_map_entry_are_not_shared_between_hosts_that_d
     a["facts"]["kernel"]["sysctls"]["vm.swappiness"] = "60"
     b["facts"]["kernel"]["sysctls"]["vm.swappiness"] = "10"
     assert [(f.host, f.rule) for f in judge.judge_all([a, b])] == [("x1", "t.swappy"), ("x2", "t.in-b")]
+
+
+def test_fleet_reads_made_in_workers_give_the_one_process_findings_and_an_error_stays_one_finding(
+        tmp_path: Path) -> None:
+    """Each host's part in every fleet rule is read as it is judged (in analyze's workers); the parent
+    only groups. Split over two worker cores and merged, the findings equal one process's; a rule whose
+    path fails on one host is one "could not be evaluated" error for the scan, the other hosts' unknowns
+    kept."""
+    from auditor.evaluate.core import EvalPlan, Evaluation
+    from auditor.evaluate.files import as_result
+    from auditor.judge.stage import JudgePlan
+
+    (tmp_path / "t.yaml").write_text(
+        "rules:\n"
+        "  - id: t.same-release\n    title: \"{{ item.count }} hosts run {{ item.value }}\"\n    severity: low\n"
+        "    fleet: {unique: facts.os.version_id}\n"
+        "  - id: t.fails\n    title: x\n    severity: low\n"
+        "    fleet: {unique: \"length(facts.os.version_id)\"}\n")
+    ruleset = load_rules([tmp_path])
+    snaps = [host(f"h{i}") for i in range(6)]
+    snaps[1]["facts"]["hygiene"]["ssh_host_keys"][0]["fingerprint"] = "SHA256:h4-0"
+    snaps[2]["facts"]["os"]["version_id"] = 13  # a number: length() of it is a type error
+    snaps[5]["facts"]["hygiene"] = None
+    snaps[5]["errors"]["hygiene"] = "probe section 'hygiene' timed out on the host"
+    want = Judge(ruleset).judge_fleet(snaps)
+    plan = EvalPlan(JudgePlan(ruleset, ()), _no_compare(), None)
+    parent = Evaluation(plan)
+    for part in ((0, 1, 2), (3, 4, 5)):
+        worker = Evaluation(plan, worker=True)
+        for i in part:
+            worker.add(as_result(snaps[i], f"h{i}.json"), i)
+        parent.merge(worker.take())
+    got = [f for f in parent.finish("2026-12-03T00:00:00Z").findings if f.rule.startswith(("t.", "fleet."))]
+    assert [(f.host, f.rule, f.title) for f in got] == [(f.host, f.rule, f.title) for f in want
+                                                       if f.rule.startswith(("t.", "fleet."))]
+    errors = [f for f in got if f.rule == "t.fails"]
+    assert [(f.host, f.evidence["status"]) for f in errors] == [("*", "error")] and "length" in errors[0].title
+    assert ("h5", "fleet.shared-ssh-host-key") in {(f.host, f.rule) for f in got}  # its unknown, kept
+    assert {f.host for f in got if f.rule == "fleet.shared-ssh-host-key" and f.severity == "high"} == {"h1", "h4"}
+    assert {f.host for f in got if f.rule == "t.same-release"} == {"h0", "h1", "h3", "h4", "h5"}
+
+
+def _no_compare() -> Any:
+    from auditor.compare.stage import prepare
+    from auditor.options import CompareOptions
+
+    return prepare(CompareOptions(), frozenset())

@@ -24,7 +24,7 @@ from ..compare.index import IndexBuilder, ViewMemo, ViewRef, host_attrs
 from ..compare.normalize import NormalView
 from ..compare.stage import ComparePlan
 from ..judge import stage as judge_stage
-from ..judge.engine import Judge
+from ..judge.engine import FleetRead, Judge
 from ..judge.stage import JudgePlan
 from ..models import Finding, HostResult, HostSpec, Report, severity_rank
 from ..snapshotdoc import Snapshot
@@ -53,6 +53,7 @@ class Entry:
     view: ViewRef | None = None
     attrs: dict[str, str] | None = None
     slice: Snapshot | None = None
+    fleet: tuple[FleetRead, ...] = ()  # what the host gives each fleet rule (Judge.fleet_reads)
     extra: Any = None  # what the sidecar returned
 
 
@@ -113,7 +114,9 @@ class Evaluation:
         findings = self.judge.judge(snap)
         ref, view = self._memo.ref(snap) if self._indexing else (None, None)
         attrs = host_attrs(snap, self._keys) if self._keys else None
-        return Entry(position, stub(result), findings, ref, attrs, fleet_slice(self._cut, snap), extra), view
+        cut = fleet_slice(self._cut, snap)
+        reads = self.judge.fleet_reads(snap) if cut is not None else ()
+        return Entry(position, stub(result), findings, ref, attrs, cut, reads, extra), view
 
     def _accept(self, entry: Entry, views: dict[ViewRef, NormalView]) -> None:
         name, ref = entry.host.name, entry.view
@@ -145,7 +148,7 @@ class Evaluation:
         report = Report(hosts=[e.host for e in entries], generated_at=generated_at, fail_on=self.plan.fail_on,
                         notes=list(notes))
         findings = [f for e in entries for f in e.findings]
-        findings += self.judge.judge_fleet([e.slice for e in entries if e.slice is not None])
+        findings += self.judge.fleet_findings([(e.slice, e.fleet) for e in entries if e.slice is not None])
         labels = {h.name: dict((h.snapshot or {}).get("labels") or h.spec.labels) for h in report.hosts}
         judge_stage.apply(self.plan.judge, report, findings, labels)
         if self._indexing:

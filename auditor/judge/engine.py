@@ -15,9 +15,9 @@ import hashlib
 import json
 import marshal
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeAlias
 
 from jmespath.exceptions import JMESPathError
 from jmespath.visitor import TreeInterpreter
@@ -142,6 +142,15 @@ def _all_areas() -> frozenset[str]:
     return frozenset(fact_tree().children["facts"].children)
 
 
+@dataclass(frozen=True, slots=True)
+class FleetError:
+    """A fleet rule's expression failed on a host: the rule gives one error finding for the scan."""
+
+    why: str
+
+
+FleetRead: TypeAlias = "fleet.Taking | Finding | FleetError | None"
+
 _PROBATION = 512  # lookups before a rule whose cache hardly ever hits stops being cached
 
 Found = list[dict[str, Any]]
@@ -231,26 +240,38 @@ class Judge:
 
     def judge_fleet(self, snapshots: list[Snapshot]) -> list[Finding]:
         """The fleet rules' findings over all `snapshots` (one scan)."""
-        return [f for rule in self.rules if rule.fleet is not None for f in self._fleet(rule, snapshots)]
+        return self.fleet_findings([(s, self.fleet_reads(s)) for s in snapshots])
 
-    def _fleet(self, rule: Rule, snapshots: list[Snapshot]) -> list[Finding]:
-        """A fleet rule: hosts that lack an area it reads get "could not be evaluated" (not applicable: left out)."""
-        skipped: list[Finding] = []
+    def fleet_reads(self, snapshot: Snapshot) -> tuple[FleetRead, ...]:
+        """What the host gives each fleet rule (in rule order), worked out as it is judged: its part
+        (fleet.Taking), None when it takes no part (an area that does not apply, `where` false), a
+        "could not be evaluated" finding when it lacks an area the rule reads, or the error a rule hit."""
+        return tuple(self._fleet_read(rule, snapshot) for rule in self.rules if rule.fleet is not None)
 
-        def skip(snapshot: Snapshot) -> bool:
-            facts = snapshot.get("facts") or {}
-            not_applicable = set(snapshot.get("not_applicable") or ())
-            missing = {a for a in rule.areas if facts.get(a) is None}
-            if missing & not_applicable:
-                return True
-            unknown = _unknown(rule, snapshot, missing) if missing else None
-            if unknown is not None:
-                skipped.append(replace(unknown, host=str(snapshot.get("name") or snapshot.get("target") or "?")))
-                return True
-            return False
-
+    @staticmethod
+    def _fleet_read(rule: Rule, snapshot: Snapshot) -> FleetRead:
+        facts = snapshot.get("facts") or {}
+        missing = {a for a in rule.areas if facts.get(a) is None}
+        if missing & set(snapshot.get("not_applicable") or ()):
+            return None
+        unknown = _unknown(rule, snapshot, missing) if missing else None
+        if unknown is not None:
+            return replace(unknown, host=str(snapshot.get("name") or snapshot.get("target") or "?"))
         try:
-            found = fleet.evaluate(rule, snapshots, skip)
+            return fleet.read(rule, snapshot)
         except (JMESPathError, TypeError, ValueError) as exc:
-            found = [replace(_not_evaluated(rule, "error", f"{type(exc).__name__}: {exc}", {}), host="*")]
-        return skipped + found
+            return FleetError(f"{type(exc).__name__}: {exc}")
+
+    def fleet_findings(self, hosts: list[tuple[Snapshot, tuple[FleetRead, ...]]]) -> list[Finding]:
+        """The fleet rules' findings from each host's reads (`fleet_reads`), hosts in input order; a
+        snapshot needs only what the rules' titles read (evaluate/keep.fleet_slice)."""
+        out: list[Finding] = []
+        for index, rule in enumerate(r for r in self.rules if r.fleet is not None):
+            reads = [(snap, got[index]) for snap, got in hosts]
+            out.extend(got for _, got in reads if isinstance(got, Finding))  # hosts lacking what it reads
+            failed = next((got for _, got in reads if isinstance(got, FleetError)), None)
+            if failed is not None:  # the first error (in input order) stands for the rule
+                out.append(replace(_not_evaluated(rule, "error", failed.why, {}), host="*"))
+                continue
+            out.extend(fleet.findings(rule, [(snap, got) for snap, got in reads if isinstance(got, fleet.Taking)]))
+        return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..models import Finding
@@ -62,23 +62,40 @@ def _named(hosts: list[str]) -> list[str]:
     return sorted(hosts)[:MAX_NAMED]
 
 
-def evaluate(rule: Rule, snapshots: list[Snapshot], skip: Callable[[Snapshot], bool]) -> list[Finding]:
-    """Findings of one fleet rule over the snapshots that take part (`skip` leaves a host out)."""
+@dataclass(frozen=True, slots=True)
+class Taking:
+    """What one host gives one fleet rule: its group (None: it has no value for `within`) and the distinct
+    values PATH gives on it. Worked out as each host is judged, so the fleet step only groups."""
+
+    group: str | None
+    values: tuple[str, ...]
+
+
+def read(rule: Rule, snapshot: Snapshot) -> Taking | None:
+    """The host's part in a fleet rule, or None when `where` leaves it out."""
     spec = rule.fleet
     assert spec is not None
-    taking = [s for s in snapshots if not skip(s)
-              and (spec.where is None or _truthy(spec.where.search(s, options=OPTIONS)))]
-    by_name = {_name(s): s for s in taking}
+    if spec.where is not None and not _truthy(spec.where.search(snapshot, options=OPTIONS)):
+        return None
+    group = _group(spec, snapshot)
+    return Taking(group, tuple(_values(spec, snapshot)) if group is not None else ())
+
+
+def findings(rule: Rule, taking: list[tuple[Snapshot, Taking]]) -> list[Finding]:
+    """Findings of one fleet rule from the hosts taking part, each with what it gives the rule (`read`);
+    a snapshot needs only what the rule's title reads."""
+    spec = rule.fleet
+    assert spec is not None
+    by_name = {_name(s): s for s, _ in taking}
     groups: dict[str, dict[str, list[str]]] = {}  # group label value → fact value → hosts
-    for snap in taking:
-        group = _group(spec, snap)
-        if group is None:
+    for snap, took in taking:
+        if took.group is None:
             continue
-        found = _values(spec, snap)
+        found = list(took.values)
         if spec.kind == "agree":
             found = [" | ".join(found)] if found else []
         for value in found:
-            groups.setdefault(group, {}).setdefault(value, []).append(_name(snap))
+            groups.setdefault(took.group, {}).setdefault(value, []).append(_name(snap))
     out: list[Finding] = []
     for group, by_value in sorted(groups.items()):
         context = {"within": spec.within, "group": group} if spec.within else {}
