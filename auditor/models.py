@@ -32,6 +32,17 @@ class SSHOptions:
 
 
 @dataclass(frozen=True)
+class AmiSettings:
+    """An ami:// target's settings (HostSpec.options["ami"]): where to make and attach the volume,
+    from --region/--profile/--az/--attach-to (None: IMDS / defaults)."""
+
+    region: str | None = None
+    profile: str | None = None
+    az: str | None = None
+    attach_to: str | None = None
+
+
+@dataclass(frozen=True)
 class HostSpec:
     """One host to audit: a display name, a target URL and labels (az, ami_id, …)."""
 

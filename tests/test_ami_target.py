@@ -27,9 +27,9 @@ import pytest
 from auditor import cli
 from auditor.app import collect_host
 from auditor.context import Env
-from auditor.models import HostSpec
+from auditor.models import AmiSettings, HostSpec
 from auditor.transport import ami_disk
-from auditor.transport.ami import AmiRun, AmiSettings
+from auditor.transport.ami import AmiRun
 from auditor.transport.image import ImageTransport
 from tests.ami_support import (
     IMDS,

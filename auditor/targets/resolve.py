@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ..aws.ssm import SSMSettings
 from ..errors import InputError
-from ..models import HostSpec, SSHOptions
+from ..models import AmiSettings, HostSpec, SSHOptions
 from ..options import AwsOptions, TargetOptions
 from .ec2 import BUILTIN_LABELS, Discovery, discover, tag_targets
 from .inventory import load_inventory, safe_target, targets_from_args
@@ -73,8 +73,6 @@ def with_ami_settings(specs: list[HostSpec], aws: AwsOptions) -> list[HostSpec]:
     """Give every ami:// target this run's region/profile/--az/--attach-to."""
     if not any(s.target.startswith("ami://") for s in specs):
         return specs
-    from ..transport.ami import AmiSettings
-
     settings = AmiSettings(region=aws.region, profile=aws.profile, az=aws.az, attach_to=aws.attach_to)
     return [replace(s, options={**s.options, "ami": s.options.get("ami") or settings})
             if s.target.startswith("ami://") else s for s in specs]

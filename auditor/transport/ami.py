@@ -17,14 +17,14 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
 
 from .. import interrupt
 from ..errors import TransportError
-from ..models import CommandResult, HostSpec, ProbeRequest
+from ..models import AmiSettings, CommandResult, HostSpec, ProbeRequest
 from . import ami_aws, ami_disk, imds
 from .base import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT
 from .image import ImageTransport
@@ -36,16 +36,6 @@ _RESERVED_LOCK = threading.Lock()
 
 SETUP_BUDGET_S = 600.0  # create + attach + device, and again detach + delete: EBS takes seconds to minutes
 CLEANUP_BUDGET_S = 300.0
-
-
-@dataclass(frozen=True)
-class AmiSettings:
-    """Where to make and attach the volume: --region/--profile/--az/--attach-to (None: IMDS / defaults)."""
-
-    region: str | None = None
-    profile: str | None = None
-    az: str | None = None
-    attach_to: str | None = None
 
 
 class AmiRun:
