@@ -96,11 +96,12 @@ def analyze(opts: AnalyzeOptions, env: Env) -> int:
         for host in report.hosts:
             if host.status != "ok":
                 term.out_styled(host_line(host))
-        render_stage.write(plan.render, report, env)
+        # the document, made once for the files and the store (not at all with neither)
+        doc = report_to_dict(report) if render_stage.writes(plan.render) or session is not None else None
+        if doc is not None:
+            render_stage.write(plan.render, doc, env)
         rows = history_stage.pending(core.extras(), core.spare())
-        # the report as the store records it: serialized only when there is a store (not with --no-store)
-        not_recorded = history_stage.finish(session, report_to_dict(report), rows, now_iso()) \
-            if session is not None else None
+        not_recorded = history_stage.finish(session, doc, rows, now_iso()) if session is not None and doc else None
     except BaseException:
         history_stage.abandon(session)
         raise

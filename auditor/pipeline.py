@@ -102,10 +102,10 @@ def evaluate(core: Evaluation, results: Iterator[tuple[int, HostResult]]) -> lis
     return [lines[i] for i in sorted(lines)]
 
 
-def render(plan: RenderPlan, report: Report, env: Env) -> None:
+def render(plan: RenderPlan, doc: dict, env: Env) -> None:
     """Write report.<ext> per format to --out (all rendered first; a renderer failing writes nothing), or
     the one format to stdout."""
-    render_stage.write(plan, report, env)
+    render_stage.write(plan, doc, env)
 
 
 def since(session: Session | None, report: Report) -> None:
@@ -113,11 +113,10 @@ def since(session: Session | None, report: Report) -> None:
     history_stage.add_since(session, report)
 
 
-def record(session: Session | None, report: Report, rows: Pending) -> tuple[dict, str | None]:
+def record(session: Session | None, doc: dict, rows: Pending) -> str | None:
     """The report document, recorded in the store in one transaction (when there is a store); and why the
     store refused it (locked, disk full, read-only: the results are kept, the exit code says incomplete)."""
-    doc = report_to_dict(report)
-    return doc, history_stage.finish(session, doc, rows, now_iso())
+    return history_stage.finish(session, doc, rows, now_iso())
 
 
 def scan(opts: ScanOptions, env: Env) -> int:
@@ -134,13 +133,14 @@ def scan(opts: ScanOptions, env: Env) -> int:
         history_stage.add_series(session, report)  # each host's earlier numbers, for the trend pictures
         for line in lines:
             term.out_styled(line)
+        doc = report_to_dict(report)  # once: the files, the store and the alerts read the same document
         try:
-            render(plan.render, report, env)
+            render(plan.render, doc, env)
         except OutputError as exc:  # a full or read-only disk: the store still keeps the results
             unsaved: OutputError | None = exc
         else:
             unsaved = None
-        doc, not_recorded = record(session, report, history_stage.pending(core.extras(), core.spare()))
+        not_recorded = record(session, doc, history_stage.pending(core.extras(), core.spare()))
     except BaseException:
         history_stage.abandon(session)  # a crash or Ctrl-C: this scan is marked, earlier ones untouched
         raise

@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..interrupt import forked_child_signals
 from ..models import SEVERITIES, Report
 from ..options import RenderOptions
-from ..reportdoc import report_to_dict, validate_report
+from ..reportdoc import validate_report
 from ..textsafe import one_line
 from . import BYTE_RENDERERS, RENDERERS, summary, view
 from .view import since_text
@@ -115,12 +115,17 @@ def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = RE
     return paths
 
 
-def write(plan: RenderPlan, report: Report, env: Env | None = None) -> None:
-    """The report, validated against its schema, written in every chosen format to --out, or its one format
-    to `env`'s stdout (never coloured)."""
+def writes(plan: RenderPlan) -> bool:
+    """Whether `write` writes anything (--out, or one format to stdout): else no document need be made."""
+    return plan.out is not None or plan.stdout
+
+
+def write(plan: RenderPlan, doc: dict, env: Env | None = None) -> None:
+    """The report document (reportdoc.report_to_dict, made once for the files and the store), validated
+    against its schema, written in every chosen format to --out, or its one format to `env`'s stdout
+    (never coloured)."""
     if plan.out is None and not (plan.stdout and env is not None):
         return
-    doc = report_to_dict(report)
     if plan.out is not None:
         write_formats(doc, plan.formats, plan.out, validate=True)
         return
