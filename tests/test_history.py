@@ -53,6 +53,22 @@ def test_pack_round_trips_and_shares_the_body_of_hosts_that_differ_only_in_volat
     assert pack.digest(pack.split(other)[0])[0] != pack.digest(body)[0]
 
 
+@pytest.mark.parametrize("name", ["fleet-b1", "fleet-golden", "al2", "al2023", "ubuntu2004-dlami"])
+def test_stored_bodies_keep_their_digest_across_the_switch_to_orjson(name: str) -> None:
+    """The canonical JSON a body is hashed by is byte for byte what json.dumps gave (stores written before
+    keep sharing bodies with new scans); what orjson cannot write (an integer past 64 bits) still packs."""
+    from tests.test_rules_builtin import recorded
+
+    snap = recorded(name)
+    body, volatile = pack.split(snap)
+    for part in (body, volatile):
+        stdlib = json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        assert pack._canonical(part) == stdlib
+    snap["facts"]["kernel"]["huge"] = 10**30
+    body = pack.split(snap)[0]
+    assert pack.decompress(pack.compress_raw(pack.digest(body)[1]))["facts"]["kernel"]["huge"] == 10**30
+
+
 def _later(snap: dict[str, Any], minutes: float, restarts: dict[str, int], states: dict[str, str],
            dying: int | None = None) -> dict[str, Any]:
     out = copy.deepcopy(snap)
