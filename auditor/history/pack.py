@@ -37,20 +37,44 @@ def _canonical(value: Any) -> bytes:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+_HOT_FIELDS: dict[str, tuple[tuple[str, FactSpec], ...]] = {}
+
+
+def _hot_fields(spec: FactSpec) -> tuple[tuple[str, FactSpec], ...]:
+    """The children of `spec` that are or hold volatile facts, by name (memoized by path)."""
+    hot = _HOT_FIELDS.get(spec.path)
+    if hot is None:
+        hot = _HOT_FIELDS[spec.path] = tuple(sorted((n, c) for n, c in spec.children.items() if holds_volatile(c)))
+    return hot
+
+
+def _split_object(value: dict[str, Any], spec: FactSpec, out: list[Any]) -> dict[str, Any]:
+    """A copy of `value` with holes where its volatile facts were; only the fields that are or hold volatile
+    facts are visited, in name order (the rest holds none: kept as it is)."""
+    split = dict(value)
+    for name, child in _hot_fields(spec):
+        if name not in value:
+            continue
+        if child.volatile:  # a volatile leaf, the common case: inline
+            out.append(value[name])
+            split[name] = _HOLE
+        else:
+            split[name] = _split(value[name], child, out)
+    return split
+
+
 def _split(value: Any, spec: FactSpec | None, out: list[Any]) -> Any:
     """`value` with its volatile facts replaced by holes, their values appended to `out` in sorted-key
     order (the order of the stored canonical JSON). Subtrees without volatile facts are kept as they are."""
-    if spec is not None and spec.volatile:
+    if spec is None or not holds_volatile(spec):
+        return value
+    if spec.volatile:
         out.append(value)
         return _HOLE
-    if spec is not None and not holds_volatile(spec):
-        return value
     if isinstance(value, dict):
-        children = spec.children if spec is not None and spec.type != "list" else {}
-        return {k: _split(value[k], children.get(k), out) for k in sorted(value)}
-    if isinstance(value, list) and spec is not None and spec.type == "list" and spec.children:
-        return [{k: _split(row[k], spec.children.get(k), out) for k in sorted(row)} if isinstance(row, dict) else row
-                for row in value]
+        return _split_object(value, spec, out) if spec.type != "list" else value
+    if isinstance(value, list) and spec.type == "list" and spec.children:
+        return [_split_object(row, spec, out) if isinstance(row, dict) else row for row in value]
     return value
 
 
