@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomicio import check_writable_dir, write_files
 from ..context import Env
 from ..errors import InputError
-from ..interrupt import forked_child_signals
 from ..models import SEVERITIES, Report
 from ..options import RenderOptions
 from ..reportdoc import validate_report
@@ -63,56 +60,13 @@ def terminal(plan: RenderPlan, env: Env) -> Env:
     return env.terminal(to_stderr=plan.stdout, quiet=plan.quiet, color=plan.color)
 
 
-PARALLEL_HOSTS = 2000  # a report this big renders its other formats in a forked process meanwhile
-_DOC: dict | None = None  # the document a forked renderer reads (set before the fork, never pickled)
-
-
-def _render(fmt: str, doc: dict) -> str | bytes:
-    return (BYTE_RENDERERS.get(fmt) or RENDERERS[fmt][0])(doc)
-
-
-def _render_forked(fmt: str) -> str | bytes:
-    assert _DOC is not None
-    return _render(fmt, _DOC)
-
-
-def render_all(doc: dict, formats: tuple[str, ...], validate: bool = False) -> list[str | bytes]:
-    """Every format's text, in order, the document first checked against the report schema when asked.
-
-    For a big report, with a second CPU and no other thread running (a fork copies only this one), the
-    formats but the heaviest (JSON, written as it is made) render in one forked process while this one
-    validates and renders that one: at 100,000 hosts the HTML and the JSON take ~10 s each."""
-    global _DOC
-    own = "json" if "json" in formats else formats[0]
-    others = [f for f in formats if f != own]
-    if not others or len(doc.get("hosts") or ()) < PARALLEL_HOSTS or threading.active_count() > 1 \
-            or len(os.sched_getaffinity(0)) < 2:
-        if validate:
-            validate_report(doc)
-        return [_render(f, doc) for f in formats]
-    import multiprocessing  # only for a report this big
-
-    _DOC = doc
-    try:
-        with multiprocessing.get_context("fork").Pool(1, initializer=forked_child_signals) as pool:
-            later = pool.map_async(_render_forked, others)
-            if validate:
-                validate_report(doc)
-            mine = _render(own, doc)
-            done = dict(zip(others, later.get()))
-    finally:
-        _DOC = None
-    return [mine if f == own else done[f] for f in formats]
-
-
-def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = REPORT_STEM,
-                  validate: bool = False) -> list[Path]:
-    """Render every format first (render_all), then replace out/stem.ext of every format as one set
-    (write_files): a renderer failing writes nothing; a full or read-only disk is OutputError (exit 3),
-    the previous set kept."""
-    paths = [out / f"{stem}.{RENDERERS[fmt][1]}" for fmt in formats]
-    write_files(list(zip(paths, render_all(doc, formats, validate))))  # all, then write
-    return paths
+def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = REPORT_STEM) -> list[Path]:
+    """Render every format first, then replace out/stem.ext of every format as one set (write_files): a
+    renderer failing writes nothing; a full or read-only disk is OutputError (exit 3), the previous set kept."""
+    texts = [(out / f"{stem}.{RENDERERS[fmt][1]}", (BYTE_RENDERERS.get(fmt) or RENDERERS[fmt][0])(doc))
+             for fmt in formats]  # all, then write
+    write_files(texts)
+    return [path for path, _ in texts]
 
 
 def writes(plan: RenderPlan) -> bool:
@@ -126,11 +80,10 @@ def write(plan: RenderPlan, doc: dict, env: Env | None = None) -> None:
     (never coloured)."""
     if plan.out is None and not (plan.stdout and env is not None):
         return
-    if plan.out is not None:
-        write_formats(doc, plan.formats, plan.out, validate=True)
-        return
     validate_report(doc)
-    if env is not None:
+    if plan.out is not None:
+        write_formats(doc, plan.formats, plan.out)
+    elif env is not None:
         text = RENDERERS[plan.formats[0]][0](doc)
         env.write(text if text.endswith("\n") else text + "\n")
 
