@@ -18,6 +18,7 @@ Run: python3 benchmarks/bench_ssm_scale.py --instances 1000,10000
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -25,7 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -121,23 +124,72 @@ def setup(aws: object, n: int, ec2_too: bool = True) -> list[str]:
             aws.endpoint.add_instance(iid, replay.runner(Identity(iid, image, "m6i.large", az, az_id)),  # type: ignore[attr-defined]
                                       tags={"fleet": "bench"})
         return ids
-    import boto3
-    from botocore.config import Config
-
-    ec2 = boto3.client("ec2", region_name="us-east-1", config=Config(read_timeout=900, retries={"max_attempts": 1}))
     made = 0
-    while made < n:
-        az, az_id = AZS[(made // 1000) % len(AZS)]
-        count = min(250, n - made)
-        reply = ec2.run_instances(
-            ImageId=image, MinCount=count, MaxCount=count, InstanceType="m6i.large", Placement={"AvailabilityZone": az},
-            TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "fleet", "Value": "bench"}]}])
-        for inst in reply["Instances"]:
-            iid = inst["InstanceId"]
+    with seeding(image) as launch:
+        while made < n:  # AZs in runs of 1,000 instances, as before
+            az, az_id = AZS[(made // 1000) % len(AZS)]
+            iid = launch(az)
             aws.endpoint.add_instance(iid, replay.runner(Identity(iid, image, "m6i.large", az, az_id)),  # type: ignore[attr-defined]
                                       tags={"fleet": "bench"})  # SSM resolves Targets from its registry
-        made += count
+            made += 1
     return [i for i in aws.endpoint.instances]  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def seeding(image: str) -> Iterator[Callable[[str], str]]:
+    """`launch(az)` → the id of a new running instance tagged fleet=bench, seeded straight into the moto
+    EC2 backend that AwsStandIns serves in this process (test infrastructure, not the product's path).
+
+    One reservation per instance, as instances launched one at a time or by Auto Scaling groups are:
+    moto counts DescribeInstances' MaxResults in reservations, so RunInstances with MaxCount=250 made
+    pages of 1,000 reservations — the whole fleet in one response — where AWS pages by instance. No EBS
+    volume: for each new instance moto tags its volumes through a scan of every volume (quadratic in the
+    fleet). While seeding, the one AMI is looked up once instead of once per instance, and the instance-type
+    check (a no-op unless moto is told to enforce it) is skipped."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ec2.models import ec2_backends
+
+    backend = ec2_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+    images = backend.describe_images(filters={"image-id": image})
+    no_volume = [{"DeviceName": "/dev/xvda", "NoDevice": "", "Ebs": {}}]
+
+    def launch(az: str) -> str:
+        reservation = backend.run_instances(
+            image, 1, None, [], instance_type="m6i.large", is_instance_type_default=True, placement=az,
+            region_name="us-east-1", subnet_id=None, key_name=None, security_group_ids=[], nics=[], private_ip=None,
+            associate_public_ip=None, tags={"instance": {"fleet": "bench"}}, ebs_optimized=False,
+            disable_api_stop=False, instance_market_options={}, instance_initiated_shutdown_behavior=None,
+            launch_template={}, hibernation_options={}, monitoring_state="disabled", ipv6_address_count=None,
+            metadata_options={}, client_token="bench", block_device_mappings=no_volume)
+        return str(reservation.instances[0].id)
+
+    backend.describe_images = lambda *a, **k: images  # the instance's AMI attributes, per Instance()
+    try:
+        yield launch
+    finally:
+        del backend.describe_images
+
+
+@contextlib.contextmanager
+def indexed_ec2_tags() -> Iterator[None]:
+    """moto's EC2 looks up one resource's tags by scanning every tag of every resource (get_tags →
+    describe_tags), so each DescribeInstances page with a tag filter costs O(fleet²) in the moto server —
+    a cost of the stand-in, not of AWS. While measuring, the same tags (the same dicts, in the same order)
+    come from the backend's own per-resource dict instead. Test infrastructure only."""
+    from moto.ec2.models.core import TaggedEC2Resource
+    from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
+
+    def get_tags(self: Any) -> list[dict[str, str]]:
+        tags = self.ec2_backend.tags.get(self.id) if self.id else None
+        kind = EC2_PREFIX_TO_RESOURCE.get(get_prefix(self.id), "") if tags else ""
+        return [{"resource_id": self.id, "key": k, "value": v, "resource_type": kind} for k, v in (tags or {}).items()]
+
+    original = TaggedEC2Resource.get_tags
+    TaggedEC2Resource.get_tags = get_tags  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        TaggedEC2Resource.get_tags = original  # type: ignore[method-assign]
 
 
 # The child reports its own peak (VmHWM of its own address space, after exec): the rusage of a child
@@ -172,7 +224,7 @@ def measure(n: int, children: list[str], poll: float, ec2_too: bool = True) -> l
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
 
     rows = []
-    with AwsStandIns(visibility_lag_s=1.0, workers=32, s3_direct=True) as aws:
+    with AwsStandIns(visibility_lag_s=1.0, workers=32, s3_direct=True) as aws, indexed_ec2_tags():
         t0 = time.perf_counter()
         ids = setup(aws, n, ec2_too)
         ids_file = Path(tempfile.mkdtemp(prefix="bench-ssm-ids-")) / "ids"
