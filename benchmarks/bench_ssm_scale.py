@@ -43,6 +43,10 @@ def main() -> int:
     ap.add_argument("--instances", default="1000,10000", help="comma-separated fleet sizes")
     ap.add_argument("--children", default="layer,scan", help="layer, scan or both (comma-separated)")
     ap.add_argument("--poll", type=float, default=2.0, help="--ssm-poll-interval (first poll, s)")
+    ap.add_argument("--deadline", type=float, default=0.0,
+                    help="scan --deadline (s); default max(900, 60 ms per instance): the outputs are read as fast "
+                         "as the scanner builds and judges them (~35 ms each here), and what is still unread "
+                         "when the deadline passes is reported as timed out")
     ap.add_argument("--no-ec2", action="store_true",
                     help="layer only: instances only in the SSM endpoint, specs built here instead of EC2 discovery "
                          "(moto's DescribeInstances renders ~20 ms per instance on a loaded VM)")
@@ -53,7 +57,8 @@ def main() -> int:
         return layer(args.prefix, args.poll, args.instances if args.no_ec2 else "")
     rows = []
     for n in (int(x) for x in args.instances.split(",")):
-        rows.extend(measure(n, args.children.split(","), args.poll, not args.no_ec2))
+        rows.extend(measure(n, args.children.split(","), args.poll, not args.no_ec2,
+                            args.deadline or max(900.0, 0.06 * n)))
     report(rows)
     return 0
 
@@ -216,7 +221,8 @@ def child(argv: list[str], env: dict[str, str], code: str) -> tuple[float, int, 
     return time.perf_counter() - t0, hwm_kib * 1024, proc.returncode, text
 
 
-def measure(n: int, children: list[str], poll: float, ec2_too: bool = True) -> list[dict]:
+def measure(n: int, children: list[str], poll: float, ec2_too: bool = True,
+            deadline: float = 900.0) -> list[dict]:
     import logging
 
     from tests.ssm_endpoint import AwsStandIns
@@ -247,8 +253,8 @@ def measure(n: int, children: list[str], poll: float, ec2_too: bool = True) -> l
                 argv = ["scan", "--ec2", TAG, "--via", "ssm",
                         "--ssm-targets", "--ssm-s3-bucket", BUCKET, "--ssm-s3-prefix", prefix, "--region",
                         "us-east-1", "--ssm-poll-interval", str(poll), "--ssm-max-concurrency", "100%",
-                        "--ssm-max-errors", "100%", "--deadline", "900", "--no-store", "--quiet", "--format", "json",
-                        "--out", outdir]
+                        "--ssm-max-errors", "100%", "--deadline", str(deadline), "--no-store", "--quiet",
+                        "--format", "json", "--out", outdir]
             wall, rss, code, text = child(argv, env, source)
             calls = dict(aws.endpoint.calls)
             runs = [v for v in aws.endpoint.invocations.values() if v.started and v.ended and v.s3_prefix == prefix]
@@ -260,19 +266,19 @@ def measure(n: int, children: list[str], poll: float, ec2_too: bool = True) -> l
                                    "exit": code})
                 shutil.rmtree(outdir, ignore_errors=True)
             rows.append({"n": n, "child": name, "wall": wall, "rss": rss, "calls": calls, "result": text.strip(),
-                         "answered": answered})
+                         "answered": answered, "load": os.getloadavg()})
             print(f"# {name} {n}: {wall:.0f} s, {rss / 2**20:.0f} MiB, {text.strip()}", file=sys.stderr, flush=True)
     return rows
 
 
 def report(rows: list[dict]) -> None:
-    print(f"{'instances':>9} {'child':<6} {'wall s':>7} {'peak RSS MiB':>13} {'SSM calls':>9} {'per inst':>9}"
-          "  by operation")
+    print(f"{'instances':>9} {'child':<6} {'wall s':>7} {'peak RSS MiB':>13} {'SSM calls':>9} {'per inst':>9} "
+          f"{'load 1/5/15 at end':>18}  by operation")
     for r in rows:
         total = sum(r["calls"].values())
         ops = ", ".join(f"{op} {c}" for op, c in sorted(r["calls"].items()))
         print(f"{r['n']:>9} {r['child']:<6} {r['wall']:>7.1f} {r['rss'] / 2**20:>13.0f} {total:>9} "
-              f"{total / r['n']:>9.4f}  {ops}")
+              f"{total / r['n']:>9.4f} {'/'.join(f'{x:.1f}' for x in r['load']):>18}  {ops}")
         print(f"{'':>17}endpoint answered every instance within {r['answered']:.1f} s; child: {r['result']}")
 
 
