@@ -255,10 +255,15 @@ def measure(n: int, children: list[str], poll: float, ec2_too: bool = True,
                         "us-east-1", "--ssm-poll-interval", str(poll), "--ssm-max-concurrency", "100%",
                         "--ssm-max-errors", "100%", "--deadline", str(deadline), "--no-store", "--quiet",
                         "--format", "json", "--out", outdir]
+            started = time.monotonic()
             wall, rss, code, text = child(argv, env, source)
             calls = dict(aws.endpoint.calls)
             runs = [v for v in aws.endpoint.invocations.values() if v.started and v.ended and v.s3_prefix == prefix]
             answered = max(v.ended for v in runs) - min(v.started for v in runs) if runs else 0.0
+            # the child's start to its (first) SendCommand: interpreter start-up, discovery, the agent check
+            sent = min((c.sent_at for cid, c in aws.endpoint.command_info.items()
+                        if c.ids and aws.endpoint.invocations[(cid, c.ids[0])].s3_prefix == prefix),
+                       default=started) - started
             if name == "scan":
                 saved = Path(outdir) / "report.json"
                 hosts = (json.loads(saved.read_text()) if saved.exists() else {}).get("hosts") or []
@@ -266,7 +271,7 @@ def measure(n: int, children: list[str], poll: float, ec2_too: bool = True,
                                    "exit": code})
                 shutil.rmtree(outdir, ignore_errors=True)
             rows.append({"n": n, "child": name, "wall": wall, "rss": rss, "calls": calls, "result": text.strip(),
-                         "answered": answered, "load": os.getloadavg()})
+                         "answered": answered, "sent": sent, "load": os.getloadavg()})
             print(f"# {name} {n}: {wall:.0f} s, {rss / 2**20:.0f} MiB, {text.strip()}", file=sys.stderr, flush=True)
     return rows
 
@@ -279,7 +284,8 @@ def report(rows: list[dict]) -> None:
         ops = ", ".join(f"{op} {c}" for op, c in sorted(r["calls"].items()))
         print(f"{r['n']:>9} {r['child']:<6} {r['wall']:>7.1f} {r['rss'] / 2**20:>13.0f} {total:>9} "
               f"{total / r['n']:>9.4f} {'/'.join(f'{x:.1f}' for x in r['load']):>18}  {ops}")
-        print(f"{'':>17}endpoint answered every instance within {r['answered']:.1f} s; child: {r['result']}")
+        print(f"{'':>17}SendCommand {r['sent']:.1f} s after the child started (discovery); the endpoint answered "
+              f"every instance within {r['answered']:.1f} s; child: {r['result']}")
 
 
 if __name__ == "__main__":
