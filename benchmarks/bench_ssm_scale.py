@@ -11,8 +11,15 @@ Two children per size, each its own process so its peak RSS is its own (the stan
 - `scan`: the real CLI (`ami-auditor scan … --format json --out DIR --no-store`): each host's output is
   judged and indexed as it is read and its snapshot dropped (the evaluation core); what grows is the
   report (a stub and the findings per host).
-Prints, per size and child: wall time, peak RSS, SSM API calls by operation and per instance.
-Run: python3 benchmarks/bench_ssm_scale.py --instances 1000,10000
+Prints, per size and child: wall time, peak RSS, SSM API calls by operation and per instance, the load
+average when the child ended, and when its SendCommand came (child start-up + discovery).
+
+The simulated EC2 is test infrastructure, adjusted where moto's own cost would be what is measured: the
+instances are seeded straight into the moto backend this process serves (`seeding`: one reservation per
+instance, no EBS volume), and while measuring moto looks an instance's tags up in its per-resource dict
+instead of scanning every tag of every resource (`indexed_ec2_tags`: the same tags). The scanner's
+requests and moto's answers are otherwise unchanged: real HTTP, pages of 1,000, filters on the server.
+Run: python3 benchmarks/bench_ssm_scale.py --instances 2000,10000,100000 --children scan --poll 5
 """
 
 from __future__ import annotations
@@ -45,11 +52,11 @@ def main() -> int:
     ap.add_argument("--poll", type=float, default=2.0, help="--ssm-poll-interval (first poll, s)")
     ap.add_argument("--deadline", type=float, default=0.0,
                     help="scan --deadline (s); default max(900, 60 ms per instance): the outputs are read as fast "
-                         "as the scanner builds and judges them (~35 ms each here), and what is still unread "
+                         "as the scanner builds and judges them (~16-35 ms each here), and what is still unread "
                          "when the deadline passes is reported as timed out")
     ap.add_argument("--no-ec2", action="store_true",
                     help="layer only: instances only in the SSM endpoint, specs built here instead of EC2 discovery "
-                         "(moto's DescribeInstances renders ~20 ms per instance on a loaded VM)")
+                         "(the SSM layer alone)")
     ap.add_argument("--child-layer", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--prefix", default="layer", help=argparse.SUPPRESS)
     args = ap.parse_args()
