@@ -11,13 +11,21 @@ Two children per size, each its own process so its peak RSS is its own (the stan
 - `scan`: the real CLI (`ami-auditor scan … --format json --out DIR --no-store`): each host's output is
   judged and indexed as it is read and its snapshot dropped (the evaluation core); what grows is the
   report (a stub and the findings per host).
-Prints, per size and child: wall time, peak RSS, SSM API calls by operation and per instance.
-Run: python3 benchmarks/bench_ssm_scale.py --instances 1000,10000
+Prints, per size and child: wall time, peak RSS, SSM API calls by operation and per instance, the load
+average when the child ended, and when its SendCommand came (child start-up + discovery).
+
+The simulated EC2 is test infrastructure, adjusted where moto's own cost would be what is measured: the
+instances are seeded straight into the moto backend this process serves (`seeding`: one reservation per
+instance, no EBS volume), and while measuring moto looks an instance's tags up in its per-resource dict
+instead of scanning every tag of every resource (`indexed_ec2_tags`: the same tags). The scanner's
+requests and moto's answers are otherwise unchanged: real HTTP, pages of 1,000, filters on the server.
+Run: python3 benchmarks/bench_ssm_scale.py --instances 2000,10000,100000 --children scan --poll 5
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -25,7 +33,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,9 +50,13 @@ def main() -> int:
     ap.add_argument("--instances", default="1000,10000", help="comma-separated fleet sizes")
     ap.add_argument("--children", default="layer,scan", help="layer, scan or both (comma-separated)")
     ap.add_argument("--poll", type=float, default=2.0, help="--ssm-poll-interval (first poll, s)")
+    ap.add_argument("--deadline", type=float, default=0.0,
+                    help="scan --deadline (s); default max(900, 60 ms per instance): the outputs are read as fast "
+                         "as the scanner builds and judges them (~16-35 ms each here), and what is still unread "
+                         "when the deadline passes is reported as timed out")
     ap.add_argument("--no-ec2", action="store_true",
                     help="layer only: instances only in the SSM endpoint, specs built here instead of EC2 discovery "
-                         "(moto's DescribeInstances renders ~20 ms per instance on a loaded VM)")
+                         "(the SSM layer alone)")
     ap.add_argument("--child-layer", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--prefix", default="layer", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -50,7 +64,8 @@ def main() -> int:
         return layer(args.prefix, args.poll, args.instances if args.no_ec2 else "")
     rows = []
     for n in (int(x) for x in args.instances.split(",")):
-        rows.extend(measure(n, args.children.split(","), args.poll, not args.no_ec2))
+        rows.extend(measure(n, args.children.split(","), args.poll, not args.no_ec2,
+                            args.deadline or max(900.0, 0.06 * n)))
     report(rows)
     return 0
 
@@ -121,23 +136,72 @@ def setup(aws: object, n: int, ec2_too: bool = True) -> list[str]:
             aws.endpoint.add_instance(iid, replay.runner(Identity(iid, image, "m6i.large", az, az_id)),  # type: ignore[attr-defined]
                                       tags={"fleet": "bench"})
         return ids
-    import boto3
-    from botocore.config import Config
-
-    ec2 = boto3.client("ec2", region_name="us-east-1", config=Config(read_timeout=900, retries={"max_attempts": 1}))
     made = 0
-    while made < n:
-        az, az_id = AZS[(made // 1000) % len(AZS)]
-        count = min(250, n - made)
-        reply = ec2.run_instances(
-            ImageId=image, MinCount=count, MaxCount=count, InstanceType="m6i.large", Placement={"AvailabilityZone": az},
-            TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "fleet", "Value": "bench"}]}])
-        for inst in reply["Instances"]:
-            iid = inst["InstanceId"]
+    with seeding(image) as launch:
+        while made < n:  # AZs in runs of 1,000 instances, as before
+            az, az_id = AZS[(made // 1000) % len(AZS)]
+            iid = launch(az)
             aws.endpoint.add_instance(iid, replay.runner(Identity(iid, image, "m6i.large", az, az_id)),  # type: ignore[attr-defined]
                                       tags={"fleet": "bench"})  # SSM resolves Targets from its registry
-        made += count
+            made += 1
     return [i for i in aws.endpoint.instances]  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def seeding(image: str) -> Iterator[Callable[[str], str]]:
+    """`launch(az)` → the id of a new running instance tagged fleet=bench, seeded straight into the moto
+    EC2 backend that AwsStandIns serves in this process (test infrastructure, not the product's path).
+
+    One reservation per instance, as instances launched one at a time or by Auto Scaling groups are:
+    moto counts DescribeInstances' MaxResults in reservations, so RunInstances with MaxCount=250 made
+    pages of 1,000 reservations — the whole fleet in one response — where AWS pages by instance. No EBS
+    volume: for each new instance moto tags its volumes through a scan of every volume (quadratic in the
+    fleet). While seeding, the one AMI is looked up once instead of once per instance, and the instance-type
+    check (a no-op unless moto is told to enforce it) is skipped."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ec2.models import ec2_backends
+
+    backend = ec2_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+    images = backend.describe_images(filters={"image-id": image})
+    no_volume = [{"DeviceName": "/dev/xvda", "NoDevice": "", "Ebs": {}}]
+
+    def launch(az: str) -> str:
+        reservation = backend.run_instances(
+            image, 1, None, [], instance_type="m6i.large", is_instance_type_default=True, placement=az,
+            region_name="us-east-1", subnet_id=None, key_name=None, security_group_ids=[], nics=[], private_ip=None,
+            associate_public_ip=None, tags={"instance": {"fleet": "bench"}}, ebs_optimized=False,
+            disable_api_stop=False, instance_market_options={}, instance_initiated_shutdown_behavior=None,
+            launch_template={}, hibernation_options={}, monitoring_state="disabled", ipv6_address_count=None,
+            metadata_options={}, client_token="bench", block_device_mappings=no_volume)
+        return str(reservation.instances[0].id)
+
+    backend.describe_images = lambda *a, **k: images  # the instance's AMI attributes, per Instance()
+    try:
+        yield launch
+    finally:
+        del backend.describe_images
+
+
+@contextlib.contextmanager
+def indexed_ec2_tags() -> Iterator[None]:
+    """moto's EC2 looks up one resource's tags by scanning every tag of every resource (get_tags →
+    describe_tags), so each DescribeInstances page with a tag filter costs O(fleet²) in the moto server —
+    a cost of the stand-in, not of AWS. While measuring, the same tags (the same dicts, in the same order)
+    come from the backend's own per-resource dict instead. Test infrastructure only."""
+    from moto.ec2.models.core import TaggedEC2Resource
+    from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
+
+    def get_tags(self: Any) -> list[dict[str, str]]:
+        tags = self.ec2_backend.tags.get(self.id) if self.id else None
+        kind = EC2_PREFIX_TO_RESOURCE.get(get_prefix(self.id), "") if tags else ""
+        return [{"resource_id": self.id, "key": k, "value": v, "resource_type": kind} for k, v in (tags or {}).items()]
+
+    original = TaggedEC2Resource.get_tags
+    TaggedEC2Resource.get_tags = get_tags  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        TaggedEC2Resource.get_tags = original  # type: ignore[method-assign]
 
 
 # The child reports its own peak (VmHWM of its own address space, after exec): the rusage of a child
@@ -164,7 +228,8 @@ def child(argv: list[str], env: dict[str, str], code: str) -> tuple[float, int, 
     return time.perf_counter() - t0, hwm_kib * 1024, proc.returncode, text
 
 
-def measure(n: int, children: list[str], poll: float, ec2_too: bool = True) -> list[dict]:
+def measure(n: int, children: list[str], poll: float, ec2_too: bool = True,
+            deadline: float = 900.0) -> list[dict]:
     import logging
 
     from tests.ssm_endpoint import AwsStandIns
@@ -172,7 +237,7 @@ def measure(n: int, children: list[str], poll: float, ec2_too: bool = True) -> l
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
 
     rows = []
-    with AwsStandIns(visibility_lag_s=1.0, workers=32, s3_direct=True) as aws:
+    with AwsStandIns(visibility_lag_s=1.0, workers=32, s3_direct=True) as aws, indexed_ec2_tags():
         t0 = time.perf_counter()
         ids = setup(aws, n, ec2_too)
         ids_file = Path(tempfile.mkdtemp(prefix="bench-ssm-ids-")) / "ids"
@@ -195,12 +260,17 @@ def measure(n: int, children: list[str], poll: float, ec2_too: bool = True) -> l
                 argv = ["scan", "--ec2", TAG, "--via", "ssm",
                         "--ssm-targets", "--ssm-s3-bucket", BUCKET, "--ssm-s3-prefix", prefix, "--region",
                         "us-east-1", "--ssm-poll-interval", str(poll), "--ssm-max-concurrency", "100%",
-                        "--ssm-max-errors", "100%", "--deadline", "900", "--no-store", "--quiet", "--format", "json",
-                        "--out", outdir]
+                        "--ssm-max-errors", "100%", "--deadline", str(deadline), "--no-store", "--quiet",
+                        "--format", "json", "--out", outdir]
+            started = time.monotonic()
             wall, rss, code, text = child(argv, env, source)
             calls = dict(aws.endpoint.calls)
             runs = [v for v in aws.endpoint.invocations.values() if v.started and v.ended and v.s3_prefix == prefix]
             answered = max(v.ended for v in runs) - min(v.started for v in runs) if runs else 0.0
+            # the child's start to its (first) SendCommand: interpreter start-up, discovery, the agent check
+            sent = min((c.sent_at for cid, c in aws.endpoint.command_info.items()
+                        if c.ids and aws.endpoint.invocations[(cid, c.ids[0])].s3_prefix == prefix),
+                       default=started) - started
             if name == "scan":
                 saved = Path(outdir) / "report.json"
                 hosts = (json.loads(saved.read_text()) if saved.exists() else {}).get("hosts") or []
@@ -208,20 +278,21 @@ def measure(n: int, children: list[str], poll: float, ec2_too: bool = True) -> l
                                    "exit": code})
                 shutil.rmtree(outdir, ignore_errors=True)
             rows.append({"n": n, "child": name, "wall": wall, "rss": rss, "calls": calls, "result": text.strip(),
-                         "answered": answered})
+                         "answered": answered, "sent": sent, "load": os.getloadavg()})
             print(f"# {name} {n}: {wall:.0f} s, {rss / 2**20:.0f} MiB, {text.strip()}", file=sys.stderr, flush=True)
     return rows
 
 
 def report(rows: list[dict]) -> None:
-    print(f"{'instances':>9} {'child':<6} {'wall s':>7} {'peak RSS MiB':>13} {'SSM calls':>9} {'per inst':>9}"
-          "  by operation")
+    print(f"{'instances':>9} {'child':<6} {'wall s':>7} {'peak RSS MiB':>13} {'SSM calls':>9} {'per inst':>9} "
+          f"{'load 1/5/15 at end':>18}  by operation")
     for r in rows:
         total = sum(r["calls"].values())
         ops = ", ".join(f"{op} {c}" for op, c in sorted(r["calls"].items()))
         print(f"{r['n']:>9} {r['child']:<6} {r['wall']:>7.1f} {r['rss'] / 2**20:>13.0f} {total:>9} "
-              f"{total / r['n']:>9.4f}  {ops}")
-        print(f"{'':>17}endpoint answered every instance within {r['answered']:.1f} s; child: {r['result']}")
+              f"{total / r['n']:>9.4f} {'/'.join(f'{x:.1f}' for x in r['load']):>18}  {ops}")
+        print(f"{'':>17}SendCommand {r['sent']:.1f} s after the child started (discovery); the endpoint answered "
+              f"every instance within {r['answered']:.1f} s; child: {r['result']}")
 
 
 if __name__ == "__main__":

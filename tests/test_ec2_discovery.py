@@ -3,8 +3,10 @@ stands in for AWS Systems Manager: moto does not implement DescribeInstanceInfor
 
 from __future__ import annotations
 
+import gc
 import io
 import json
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,6 +83,35 @@ def test_describe_instances_is_paginated(aws: AwsStandIns) -> None:
     d = Discovery((parse_filter("tag:cluster=ml"),), page_size=5, ssm=SSMSettings(region="us-east-1"))
     specs, _ = discover(d, clients=(ec2, ssm))
     assert len(specs) == 15 and len(pages) >= 3
+
+
+class _Mark:
+    """Put into each instance description DescribeInstances returns: alive while discovery holds it."""
+
+
+def test_discovery_does_not_hold_every_page(aws: AwsStandIns) -> None:
+    """Each page is reduced to what discovery keeps as it is read: when the agents are looked up (after the
+    last page), at most one page of whole descriptions is still alive, not every instance's."""
+    ec2, ssm = aws_clients("us-east-1", None, "ec2", "ssm")
+    marks: list[weakref.ref[_Mark]] = []
+    alive: list[int] = []
+
+    def mark(parsed: dict, **_: object) -> None:
+        for reservation in parsed.get("Reservations", []):
+            for instance in reservation.get("Instances", []):
+                instance["_mark"] = m = _Mark()
+                marks.append(weakref.ref(m))
+
+    def count(**_: object) -> None:
+        gc.collect()
+        alive.append(sum(ref() is not None for ref in marks))
+
+    ec2.meta.events.register("after-call.ec2.DescribeInstances", mark)
+    ssm.meta.events.register("before-call.ssm.DescribeInstanceInformation", count)
+    d = Discovery((parse_filter("tag:cluster=ml"),), page_size=5, ssm=SSMSettings(region="us-east-1"))
+    specs, _ = discover(d, clients=(ec2, ssm))
+    assert len(specs) == 15 and len(marks) == 15 and alive
+    assert max(alive) <= 5, f"{max(alive)} whole descriptions held while the agents were looked up"
 
 
 def test_via_ssh_uses_the_private_or_public_address(aws: AwsStandIns) -> None:

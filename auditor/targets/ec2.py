@@ -11,6 +11,7 @@ instance_type, instance_id, region and every tag (a tag named like a built-in la
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -103,13 +104,14 @@ def tag_targets(filters: tuple[Ec2Filter, ...]) -> tuple[tuple[str, tuple[str, .
     return tags
 
 
-def describe_instances(ec2: Any, filters: list[dict[str, Any]], page_size: int | None = None) -> list[dict[str, Any]]:
-    """Every instance matching `filters`, across all pages."""
-    found: list[dict[str, Any]] = []
+def describe_instances(ec2: Any, filters: list[dict[str, Any]],
+                       page_size: int | None = None) -> Iterator[dict[str, Any]]:
+    """Every instance matching `filters`, page by page as they are read: a caller keeps only what it needs
+    of each (a parsed description is ~9 KB even as moto renders it; 100,000 of them held at once were ~0.9 GB,
+    what `discover` keeps of each is ~2 KB)."""
     for page in pages(ec2, "describe_instances", "DescribeInstances", page_size, request_error, Filters=filters):
         for reservation in page.get("Reservations", []):
-            found.extend(reservation.get("Instances", []))
-    return found
+            yield from reservation.get("Instances", [])
 
 
 def az_ids(ec2: Any) -> dict[str, str]:
@@ -141,9 +143,25 @@ def _matches(labels: dict[str, str], filters: tuple[Ec2Filter, ...]) -> bool:
     return all(labels.get(keys[f.name]) in f.values for f in filters if f.client_side)
 
 
-def host_names(instances: list[dict[str, Any]]) -> dict[str, str]:
+@dataclass(frozen=True)
+class Found:
+    """What discovery keeps of one instance's description: its labels, Name tag and addresses."""
+
+    instance_id: str
+    labels: dict[str, str]
+    name_tag: str = ""
+    private_ip: str = ""
+    public_ip: str = ""
+
+
+def found(instance: dict[str, Any], zone_ids: dict[str, str], region: str) -> Found:
+    return Found(instance["InstanceId"], labels_of(instance, zone_ids, region), _tags(instance).get("Name", ""),
+                 instance.get("PrivateIpAddress") or "", instance.get("PublicIpAddress") or "")
+
+
+def host_names(instances: list[Found]) -> dict[str, str]:
     """Instance id → display name: its Name tag when that is unique and clean, else the instance id."""
-    names = {i["InstanceId"]: _tags(i).get("Name", "") for i in instances}
+    names = {i.instance_id: i.name_tag for i in instances}
     counts: dict[str, int] = {}
     for name in names.values():
         counts[name] = counts.get(name, 0) + 1
@@ -156,29 +174,30 @@ def discover(d: Discovery, clients: tuple[Any, Any] | None = None) -> tuple[list
     """HostSpecs for the matching instances, and notes about instances left out (no address for SSH)."""
     ec2, ssm = clients or aws_clients(d.ssm.region, d.ssm.profile, "ec2", "ssm")
     region = ec2.meta.region_name
-    instances = describe_instances(ec2, server_filters(d.filters), d.page_size)
-    zone_ids = az_ids(ec2) if instances else {}
-    labelled = [(i, labels_of(i, zone_ids, region)) for i in instances]
-    labelled = [(i, labels) for i, labels in labelled if _matches(labels, d.filters)]
-    names = host_names([i for i, _ in labelled])
+    zone_ids = az_ids(ec2)
+    # each page reduced to what discovery keeps as it is read: never every instance's whole description
+    kept = [f for f in (found(i, zone_ids, region) for i in describe_instances(ec2, server_filters(d.filters),
+                                                                              d.page_size))
+            if _matches(f.labels, d.filters)]
+    names = host_names(kept)
     ping: dict[str, str] = {}
-    if d.via == "ssm" and labelled:
+    if d.via == "ssm" and kept:
         try:
-            ping = ping_statuses(ssm, [i["InstanceId"] for i, _ in labelled])
+            ping = ping_statuses(ssm, [f.instance_id for f in kept])
         except TransportError as exc:
             raise TransportError(f"EC2 discovery: {exc}") from None
     specs: list[HostSpec] = []
     notes: list[str] = []
     settings = replace(d.ssm, region=region)
-    for instance, labels in labelled:
-        iid = instance["InstanceId"]
+    for f in kept:
+        iid, labels = f.instance_id, f.labels
         if d.via == "ssm":
             state = ping.get(iid, "NotManaged")
             labels["ssm_ping"] = state
             specs.append(HostSpec(names[iid], f"ssm://{iid}?region={region}", labels,
                                   options={"region": region, "ssm": settings, "ssm_ping": state}))
             continue
-        address = instance.get("PrivateIpAddress" if d.ssh_address == "private" else "PublicIpAddress")
+        address = f.private_ip if d.ssh_address == "private" else f.public_ip
         if not address:
             notes.append(f"{names[iid]} ({iid}) has no {d.ssh_address} IP address; left out")
             continue

@@ -382,7 +382,9 @@ class SSMEndpoint:
         for f in req.get("Filters") or []:
             if f["Key"] == "InstanceIds":
                 wanted = set(f["Values"])
-        ids = [i for i in sorted(self.instances) if wanted is None or i in wanted]
+        # the filter's ids (≤ 50 in AWS) looked up, not the whole registry scanned and sorted per call:
+        # a 100,000-instance registry answered 2,000 such calls in O(fleet) each
+        ids = sorted(self.instances) if wanted is None else sorted(i for i in wanted if i in self.instances)
         start = int(req.get("NextToken") or 0)
         page = ids[start:start + max_results]
         out: dict[str, Any] = {"InstanceInformationList": [
