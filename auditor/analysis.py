@@ -23,6 +23,7 @@ from .context import Env
 from .errors import InputError
 from .evaluate.core import EvalPlan, Evaluation
 from .evaluate.files import evaluate_files
+from .evaluate.gcpolicy import fleet_gc
 from .history import stage as history_stage
 from .history.stage import StorePlan
 from .judge import stage as judge_stage
@@ -86,6 +87,11 @@ def prepare(opts: AnalyzeOptions) -> AnalyzePlan:
 def analyze(opts: AnalyzeOptions, env: Env) -> int:
     """The whole analysis, recorded in the history store as a scan is; returns its exit code."""
     plan = prepare(opts)
+    with fleet_gc():  # what prepare loaded is frozen before the workers fork; the report steps run relaxed
+        return _analyze(plan, env)
+
+
+def _analyze(plan: AnalyzePlan, env: Env) -> int:
     term = render_stage.terminal(plan.render, env)  # the summary: stdout, stderr or nowhere (--quiet)
     session = history_stage.begin(plan.history, now_iso(), source="analyze")
     try:

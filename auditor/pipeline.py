@@ -34,6 +34,7 @@ from .compare.stage import ComparePlan
 from .context import Env
 from .errors import OutputError
 from .evaluate.core import EvalPlan, Evaluation
+from .evaluate.gcpolicy import fleet_gc
 from .history import stage as history_stage
 from .history.feed import Pending
 from .history.stage import Session, StorePlan
@@ -122,37 +123,38 @@ def record(session: Session | None, doc: dict, rows: Pending) -> str | None:
 def scan(opts: ScanOptions, env: Env) -> int:
     """The whole scan; returns its exit code."""
     plan = prepare(opts)
-    term = render_stage.terminal(plan.render, env)  # the summary: stdout, stderr or nowhere (--quiet)
-    session = history_stage.begin(plan.history, now_iso())  # committed: a killed scan stays visible
-    try:
-        notes = list(plan.notes)
-        core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=history_stage.feed(session))
-        lines = evaluate(core, collect(plan, term, notes))
-        report = core.finish(now_iso(), notes)  # fleet rules, waivers, chains, drift, comparison, exit code
-        since(session, report)
-        history_stage.add_series(session, report)  # each host's earlier numbers, for the trend pictures
-        for line in lines:
-            term.out_styled(line)
-        doc = report_to_dict(report)  # once: the files, the store and the alerts read the same document
+    with fleet_gc():  # a run holding a fleet's results: collections skip them (evaluate/gcpolicy.py)
+        term = render_stage.terminal(plan.render, env)  # the summary: stdout, stderr or nowhere (--quiet)
+        session = history_stage.begin(plan.history, now_iso())  # committed: a killed scan stays visible
         try:
-            render(plan.render, doc, env)
-        except OutputError as exc:  # a full or read-only disk: the store still keeps the results
-            unsaved: OutputError | None = exc
-        else:
-            unsaved = None
-        not_recorded = record(session, doc, history_stage.pending(core.extras(), core.spare()))
-    except BaseException:
-        history_stage.abandon(session)  # a crash or Ctrl-C: this scan is marked, earlier ones untouched
-        raise
-    finally:
-        history_stage.close(session)
-    if not_recorded:  # the results are kept (reports written, summary, notify); incomplete unless findings fail
-        env.err(f"ami-auditor: error: {not_recorded}")
-        report.exit_code = exitcodes.combine(report.exit_code == exitcodes.FINDINGS, True)
-    render_stage.summarize(report, term)
-    if session is not None and not not_recorded:
-        term.out(f"recorded as scan {session.scan_id} in {session.path}")
-    notify_stage.apply(plan.notify, doc, term)  # last: never changes the exit code or what was written
-    if unsaved is not None:
-        raise unsaved  # exit 3: the reports were not saved (the previous set is unchanged)
-    return report.exit_code
+            notes = list(plan.notes)
+            core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=history_stage.feed(session))
+            lines = evaluate(core, collect(plan, term, notes))
+            report = core.finish(now_iso(), notes)  # fleet rules, waivers, chains, drift, comparison, exit code
+            since(session, report)
+            history_stage.add_series(session, report)  # each host's earlier numbers, for the trend pictures
+            for line in lines:
+                term.out_styled(line)
+            doc = report_to_dict(report)  # once: the files, the store and the alerts read the same document
+            try:
+                render(plan.render, doc, env)
+            except OutputError as exc:  # a full or read-only disk: the store still keeps the results
+                unsaved: OutputError | None = exc
+            else:
+                unsaved = None
+            not_recorded = record(session, doc, history_stage.pending(core.extras(), core.spare()))
+        except BaseException:
+            history_stage.abandon(session)  # a crash or Ctrl-C: this scan is marked, earlier ones untouched
+            raise
+        finally:
+            history_stage.close(session)
+        if not_recorded:  # the results are kept (reports written, summary, notify); incomplete unless findings fail
+            env.err(f"ami-auditor: error: {not_recorded}")
+            report.exit_code = exitcodes.combine(report.exit_code == exitcodes.FINDINGS, True)
+        render_stage.summarize(report, term)
+        if session is not None and not not_recorded:
+            term.out(f"recorded as scan {session.scan_id} in {session.path}")
+        notify_stage.apply(plan.notify, doc, term)  # last: never changes the exit code or what was written
+        if unsaved is not None:
+            raise unsaved  # exit 3: the reports were not saved (the previous set is unchanged)
+        return report.exit_code

@@ -5,7 +5,6 @@ snapshot is that host's status (`error`, naming the file and line), never the en
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -61,9 +60,6 @@ def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int
     running the same core, merged here in file order."""
     global _WORKER
     size = batch or BATCH
-    threshold = gc.get_threshold()
-    gc.freeze()  # what exists now (modules, rules) is never garbage: collections skip it, here and in workers
-    gc.set_threshold(20_000, 50, 100)  # parsed snapshots are acyclic: collect far less often (~30% CPU)
     try:
         if jobs <= 1 or len(files) <= size:
             for path in files:
@@ -82,5 +78,3 @@ def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int
             pool.join()
     finally:
         _WORKER = None
-        gc.set_threshold(*threshold)
-        gc.unfreeze()

@@ -267,11 +267,18 @@ class Judge:
         snapshot needs only what the rules' titles read (evaluate/keep.fleet_slice)."""
         out: list[Finding] = []
         for index, rule in enumerate(r for r in self.rules if r.fleet is not None):
-            reads = [(snap, got[index]) for snap, got in hosts]
-            out.extend(got for _, got in reads if isinstance(got, Finding))  # hosts lacking what it reads
-            failed = next((got for _, got in reads if isinstance(got, FleetError)), None)
-            if failed is not None:  # the first error (in input order) stands for the rule
+            taking: list[tuple[Snapshot, fleet.Taking]] = []
+            failed: FleetError | None = None
+            for snap, reads in hosts:
+                got = reads[index]
+                if isinstance(got, fleet.Taking):
+                    taking.append((snap, got))
+                elif isinstance(got, Finding):  # a host lacking what the rule reads
+                    out.append(got)
+                elif isinstance(got, FleetError) and failed is None:  # the first error stands for the rule
+                    failed = got
+            if failed is not None:
                 out.append(replace(_not_evaluated(rule, "error", failed.why, {}), host="*"))
-                continue
-            out.extend(fleet.findings(rule, [(snap, got) for snap, got in reads if isinstance(got, fleet.Taking)]))
+            else:
+                out.extend(fleet.findings(rule, taking))
         return out

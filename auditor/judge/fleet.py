@@ -83,40 +83,51 @@ def read(rule: Rule, snapshot: Snapshot) -> Taking | None:
 
 def findings(rule: Rule, taking: list[tuple[Snapshot, Taking]]) -> list[Finding]:
     """Findings of one fleet rule from the hosts taking part, each with what it gives the rule (`read`);
-    a snapshot needs only what the rule's title reads."""
+    a snapshot needs only what the rule's title reads. Hosts are grouped by position and named only
+    where a finding names them: on a fleet of unique identities nothing is sorted but the groups."""
     spec = rule.fleet
     assert spec is not None
-    by_name = {_name(s): s for s, _ in taking}
-    groups: dict[str, dict[str, list[str]]] = {}  # group label value → fact value → hosts
-    for snap, took in taking:
-        if took.group is None:
+    groups: dict[str, dict[str, list[int]]] = {}  # group label value → fact value → positions in `taking`
+    agree = spec.kind == "agree"
+    for position, (_, took) in enumerate(taking):
+        if took.group is None or not took.values:
             continue
-        found = list(took.values)
-        if spec.kind == "agree":
-            found = [" | ".join(found)] if found else []
-        for value in found:
-            groups.setdefault(took.group, {}).setdefault(value, []).append(_name(snap))
+        by_value = groups.setdefault(took.group, {})
+        for value in [" | ".join(took.values)] if agree else took.values:
+            by_value.setdefault(value, []).append(position)
     out: list[Finding] = []
     for group, by_value in sorted(groups.items()):
         context = {"within": spec.within, "group": group} if spec.within else {}
-        if spec.kind == "unique":
-            for value, hosts in sorted(by_value.items()):
-                if len(set(hosts)) < 2:
+        if not agree:
+            for value, at in sorted((v, at) for v, at in by_value.items() if len(at) > 1):
+                named = {_name(taking[i][0]): taking[i][0] for i in at}
+                if len(named) < 2:
                     continue
-                item = {"value": value, "hosts": _named(hosts), "count": len(set(hosts)), **context}
-                out.extend(_finding(rule, by_name[h], item, dict(item)) for h in sorted(set(hosts)))
+                item = {"value": value, "hosts": _named([_name(taking[i][0]) for i in at]), "count": len(named),
+                        **context}
+                out.extend(_finding(rule, named[h], item, dict(item)) for h in sorted(named))
         elif len(by_value) > 1:
-            counts = Counter({v: len(h) for v, h in by_value.items()}).most_common()
-            majority = counts[0][0] if counts[0][1] > counts[1][1] else None
-            every = [h for hosts in by_value.values() for h in hosts]
-            held = {v: _named(h) for v, h in sorted(by_value.items())}
-            for value, hosts in sorted(by_value.items()):
-                if value == majority:
-                    continue
-                for host in sorted(hosts):
-                    item = {"value": value, "hosts": _named(every), "count": len(every), "values": held,
-                            "majority": majority, **context}
-                    out.append(_finding(rule, by_name[host], item, dict(item)))
+            out.extend(_off_majority(rule, taking, by_value, context))
+    return out
+
+
+def _off_majority(rule: Rule, taking: list[tuple[Snapshot, Taking]], by_value: dict[str, list[int]],
+                  context: dict[str, Any]) -> list[Finding]:
+    """`agree`: a finding for each host of a disagreeing group that does not hold its most common value."""
+    names = {v: [_name(taking[i][0]) for i in at] for v, at in by_value.items()}
+    snaps = {_name(taking[i][0]): taking[i][0] for at in by_value.values() for i in at}
+    counts = Counter({v: len(h) for v, h in names.items()}).most_common()
+    majority = counts[0][0] if counts[0][1] > counts[1][1] else None
+    every = [h for hosts in names.values() for h in hosts]
+    held = {v: _named(h) for v, h in sorted(names.items())}
+    out = []
+    for value, hosts in sorted(names.items()):
+        if value == majority:
+            continue
+        for host in sorted(hosts):
+            item = {"value": value, "hosts": _named(every), "count": len(every), "values": held,
+                    "majority": majority, **context}
+            out.append(_finding(rule, snaps[host], item, dict(item)))
     return out
 
 
