@@ -16,8 +16,9 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 from .errors import InputError, OutputError
 
@@ -31,13 +32,21 @@ def _temp_beside(path: Path, kind: str = "tmp") -> str:
     return tmp
 
 
-def _write_temp(path: Path, text: str | bytes, mode: int | None) -> str:
-    """A unique temporary file beside `path` holding `text`, with its final mode; removed if writing fails."""
+Content: TypeAlias = "str | bytes | Iterable[bytes]"  # text, UTF-8 bytes, or UTF-8 bytes in pieces written as they come
+
+
+def _write_temp(path: Path, text: Content, mode: int | None) -> str:
+    """A unique temporary file beside `path` holding `text`, with its final mode; removed if writing fails
+    (a piece that cannot be made included)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text if isinstance(text, bytes) else text.encode("utf-8"))
+            if isinstance(text, (str, bytes)):
+                handle.write(text if isinstance(text, bytes) else text.encode("utf-8"))
+            else:
+                for piece in text:
+                    handle.write(piece)
         os.chmod(tmp, 0o666 & ~_UMASK if mode is None else mode)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -93,7 +102,7 @@ class StagedFiles:
     def __exit__(self, *exc: object) -> None:
         self.discard()
 
-    def add(self, path: Path, text: str | bytes) -> None:
+    def add(self, path: Path, text: Content) -> None:
         """Stage one file (a temporary beside `path`); after a failure nothing more is staged."""
         if self.failed is not None:
             return
@@ -117,7 +126,7 @@ class StagedFiles:
         _replace_all(temps)
 
 
-def write_files(files: Sequence[tuple[Path, str | bytes]], mode: int | None = None) -> None:
+def write_files(files: Sequence[tuple[Path, Content]], mode: int | None = None) -> None:
     """Replace every file of the set, or none: OutputError (naming the file and the reason) if any fails.
 
     Each file is still replaced by one rename, so a reader (node_exporter's textfile collector) never sees

@@ -110,3 +110,44 @@ def test_reshaped_reports_same_document(doc: dict[str, Any]) -> None:
 def test_escaping_bytes_equals_escaping_text(text: str) -> None:
     """json_bytes escapes UTF-8 bytes exactly as json_text escapes the decoded text (no decode of a big report)."""
     assert json_bytes(text.encode("utf-8")) == json_text(text).encode("utf-8")
+
+
+def _fleet_doc(hosts: int) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((DATA / "fleet.json").read_text())
+    host, finding = doc["hosts"][0], doc["findings"][0]
+    doc["hosts"] = [{**host, "name": f"h{i}"} for i in range(hosts)]
+    doc["findings"] = [{**finding, "host": f"h{i}", "title": f"{HOSTILE} {i}"} for i in range(hosts)]
+    return doc
+
+
+def test_the_report_is_written_in_pieces_that_join_to_the_whole_text(tmp_path: Path) -> None:
+    """render_chunks gives render_bytes' bytes without ever holding them: hosts and findings go out a slice
+    at a time (a 100,000-host report is ~0.7 GiB of JSON), hostile text escaped in every piece."""
+    from auditor.render.json_renderer import _SLICE, render_bytes, render_chunks
+    from auditor.render.stage import write_formats
+
+    for name in ("clean", "fleet", "fleet-scan", "incomplete"):
+        doc = json.loads((DATA / f"{name}.json").read_text())
+        assert b"".join(render_chunks(doc)) == render_bytes(doc), name
+    big = _fleet_doc(3 * _SLICE + 7)
+    whole = render_bytes(big)
+    pieces = list(render_chunks(big))
+    assert b"".join(pieces) == whole
+    assert max(len(p) for p in pieces) < len(whole) / 3  # never the whole text at once
+    assert not UNSAFE.search(whole.decode("utf-8").replace("\n", ""))
+    big["drift"] = []  # an empty list stays `[]`, in place
+    big["findings"][_SLICE + 1]["evidence"] = {"n": 2**70}  # one slice orjson will not write
+    assert json.loads(b"".join(render_chunks(big))) == json.loads(render_stdlib(big))
+    write_formats(big, ("json",), tmp_path)
+    assert json.loads((tmp_path / "report.json").read_bytes())["findings"][_SLICE + 1]["evidence"] == {"n": 2**70}
+
+
+def test_a_host_string_cannot_pass_for_the_place_of_a_list() -> None:
+    """The rest of the document is cut where each list goes at marks holding a random nonce: a host that
+    writes what a mark looks like only gets its text back, escaped, as data."""
+    from auditor.render.json_renderer import render_bytes, render_chunks
+
+    doc = _fleet_doc(3)
+    doc["notes"] = ["streamed hosts 00000000000000000000000000000000", "\"hosts\": ["]
+    assert b"".join(render_chunks(doc)) == render_bytes(doc)
+    assert json.loads(b"".join(render_chunks(doc)))["notes"] == doc["notes"]

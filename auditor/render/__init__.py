@@ -6,7 +6,7 @@ silently absent format. A renderer imports its heavy libraries (jinja2) when it 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import asff_renderer, html_renderer, json_renderer, junit_renderer, markdown_renderer, prom_renderer
@@ -23,5 +23,6 @@ RENDERERS: dict[str, tuple[Renderer, str]] = {
     "asff": (asff_renderer.render, "asff.json"),
 }
 
-# formats that can also render straight to UTF-8 bytes (the same content), written without a text copy
-BYTE_RENDERERS: dict[str, Callable[[dict[str, Any]], bytes]] = {"json": json_renderer.render_bytes}
+# formats that can also render straight to UTF-8 bytes (the same content), in pieces written as they are
+# made: the JSON of a 100,000-host report is never held whole
+BYTE_RENDERERS: dict[str, Callable[[dict[str, Any]], Iterable[bytes]]] = {"json": json_renderer.render_chunks}

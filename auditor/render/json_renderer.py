@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import secrets
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..textsafe import json_bytes, json_text
@@ -46,6 +47,55 @@ def render_bytes(doc: Mapping[str, Any]) -> bytes:
     if data.isascii() and b"\x7f" not in data:  # orjson escapes C0 in strings: only the indent's \n is left
         return data
     return json_bytes(data)
+
+
+_STREAMED = ("hosts", "findings", "drift")  # the lists that grow with the fleet
+_SLICE = 2000  # items serialized at a time
+
+
+def render_chunks(doc: Mapping[str, Any]) -> Iterator[bytes]:
+    """`render_bytes(doc)` in pieces, never the whole text at once: the fleet-sized lists (hosts, findings,
+    drift) are serialized `_SLICE` items at a time and indented into place, so a 100,000-host report
+    (~0.7 GiB of JSON) is written without holding it. The same bytes, joined.
+
+    The rest of the document is serialized with each such list replaced by a mark holding a random nonce
+    (no host string can spell it), then cut at the marks."""
+    import orjson
+
+    options = orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+    nonce = secrets.token_hex(16)
+    marks = {key: f"streamed {key} {nonce}" for key in _STREAMED if isinstance(doc.get(key), list) and doc[key]}
+    try:
+        rest = _escaped(orjson.dumps({k: marks.get(k, v) for k, v in doc.items()}, default=str, option=options))
+    except orjson.JSONEncodeError:
+        yield render_stdlib(doc).encode("utf-8")
+        return
+    for key, mark in marks.items():  # in document order
+        head, found, rest = rest.partition(orjson.dumps(mark))
+        assert found, "a streamed list's mark is missing"
+        yield head
+        yield from _list_chunks(doc[key], options)
+    yield rest + b"\n"
+
+
+def _list_chunks(items: list[Any], options: int) -> Iterator[bytes]:
+    """A non-empty top-level list as orjson indents it under its key: `[`, items at depth 2, `  ]`."""
+    import orjson
+
+    yield b"["
+    for start in range(0, len(items), _SLICE):
+        part = items[start:start + _SLICE]
+        try:
+            text = orjson.dumps(part, default=str, option=options)  # "[\n  item,\n  item\n]"
+        except orjson.JSONEncodeError:  # what orjson will not write: json.dumps, laid out the same
+            text = json.dumps(_finite(part), indent=2, ensure_ascii=False, default=str, allow_nan=False).encode()
+        body = text[1:-2].replace(b"\n", b"\n  ")  # one level deeper; JSON strings hold no raw newline
+        yield _escaped((b"," if start else b"") + body)
+    yield b"\n  ]"
+
+
+def _escaped(data: bytes) -> bytes:
+    return data if data.isascii() and b"\x7f" not in data else json_bytes(data)
 
 
 def render(doc: dict[str, Any]) -> str:
