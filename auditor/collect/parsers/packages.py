@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from ..sections import UnparsableOutput
@@ -21,8 +22,8 @@ def parse_packages(text: str) -> dict[str, Any]:
             arch = cols[2] if len(cols) > 2 else ""
             items[(cols[0], arch)] = {"name": cols[0], "version": cols[1], "arch": arch}
     rows = sorted(items.values(), key=lambda r: (r["name"], r["arch"]))
-    names = [r["name"] for r in rows]
+    names = Counter(r["name"] for r in rows)  # counted once: per row it was quadratic in the package count
     for row in rows:  # multiarch: keep the key unique (`libc6:i386`)
-        if names.count(row["name"]) > 1:
+        if names[row["name"]] > 1:
             row["name"] = f"{row['name']}:{row['arch']}"
     return {"manager": manager, "count": len(rows), "items": rows}
