@@ -107,7 +107,8 @@ def _analyze(plan: AnalyzePlan, env: Env) -> int:
         if doc is not None:
             render_stage.write(plan.render, doc, env)
         rows = history_stage.pending(core.extras(), core.spare())
-        not_recorded = history_stage.finish(session, doc, rows, now_iso()) if session is not None and doc else None
+        not_recorded = history_stage.finish(session, doc, rows, now_iso()) \
+            if session is not None and doc is not None else None
     except BaseException:
         history_stage.abandon(session)
         raise

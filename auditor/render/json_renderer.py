@@ -40,13 +40,17 @@ def render_bytes(doc: Mapping[str, Any]) -> bytes:
     import orjson  # when a report is written, not at start-up
 
     try:
-        data = orjson.dumps(doc, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_DATETIME
-                            | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_APPEND_NEWLINE)
+        data = orjson.dumps(doc, default=str, option=_options() | orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:
         return render_stdlib(doc).encode("utf-8")
-    if data.isascii() and b"\x7f" not in data:  # orjson escapes C0 in strings: only the indent's \n is left
-        return data
-    return json_bytes(data)
+    return _escaped(data)
+
+
+def _options() -> int:
+    """orjson's options for the report: indented, datetimes and dataclasses through `default` as str()."""
+    import orjson
+
+    return orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
 _STREAMED = ("hosts", "findings", "drift")  # the lists that grow with the fleet
@@ -62,7 +66,7 @@ def render_chunks(doc: Mapping[str, Any]) -> Iterator[bytes]:
     (no host string can spell it), then cut at the marks."""
     import orjson
 
-    options = orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+    options = _options()
     nonce = secrets.token_hex(16)
     marks = {key: f"streamed {key} {nonce}" for key in _STREAMED if isinstance(doc.get(key), list) and doc[key]}
     try:
@@ -95,6 +99,8 @@ def _list_chunks(items: list[Any], options: int) -> Iterator[bytes]:
 
 
 def _escaped(data: bytes) -> bytes:
+    """json_bytes, skipped when there is nothing to escape: orjson escapes C0 in strings, so plain ASCII
+    without DEL holds no unsafe character (the indent's newlines are kept)."""
     return data if data.isascii() and b"\x7f" not in data else json_bytes(data)
 
 
