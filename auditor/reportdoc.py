@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict, fields
+from dataclasses import fields
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 from . import REPORT_SCHEMA, __version__
 from .errors import InputError
 from .jsonload import json_pointer, load_json_file
-from .models import SEVERITIES, Finding, HostResult, Report
+from .models import SEVERITIES, DriftItem, Finding, HostResult, Report
 from .schemacheck import FastCheck
 from .snapshotdoc import Facts, Snapshot
 
@@ -119,7 +119,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "summary": summary(report),
         "hosts": [_host(h) for h in report.hosts],
         "findings": [_since(_finding(f)) for f in report.findings],
-        "drift": [_since(asdict(d)) for d in report.drift],
+        "drift": [_since(_drift(d)) for d in report.drift],
         "comparison": report.comparison,
         "symptom": report.symptom,
         "baseline": report.baseline,
@@ -131,6 +131,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
 
 
 _FINDING_FIELDS = tuple(f.name for f in fields(Finding) if f.name != "link")
+_DRIFT_FIELDS = tuple(f.name for f in fields(DriftItem))
 
 
 def _finding(finding: Finding) -> dict[str, Any]:
@@ -140,6 +141,12 @@ def _finding(finding: Finding) -> dict[str, Any]:
     out = {name: getattr(finding, name) for name in _FINDING_FIELDS}
     out["tags"] = list(finding.tags)
     return out
+
+
+def _drift(item: DriftItem) -> dict[str, Any]:
+    """A drift row; its expected and actual values are shared, not deep-copied (hosts of one configuration
+    share them: compare/drift.py)."""
+    return {name: getattr(item, name) for name in _DRIFT_FIELDS}
 
 
 def _since(row: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ bidi characters are made visible (textsafe), like every other value on the page.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import statistics
@@ -159,9 +160,14 @@ def _core_rows(cores: list[list[float]]) -> list[list[list[float]]]:
     return [cores[i:i + columns] for i in range(0, len(cores), columns)]
 
 
+def _cores(cpu: Mapping[str, Any]) -> list[list[float]]:
+    """The cores a strip can draw: [cpu, user %, system %], each clamped (a saved report is untrusted)."""
+    return [[float(core), _pct(c[1]), _pct(c[2])] for c in cpu.get("cores") or []
+            if isinstance(c, list) and len(c) >= 3 and (core := _core_number(c[0])) is not None]
+
+
 def cpu_strip(host: str, cpu: Mapping[str, Any]) -> CpuStrip | None:
-    cores = [[float(core), _pct(c[1]), _pct(c[2])] for c in cpu.get("cores") or []
-             if isinstance(c, list) and len(c) >= 3 and (core := _core_number(c[0])) is not None]
+    cores = _cores(cpu)
     if not cores:
         return None
     hot = _core_number(cpu.get("max_core"))
@@ -218,16 +224,16 @@ MAX_CPU_STRIPS = 24  # hottest first; the JSON report has every host
 
 
 def cpu_strips(doc: Doc) -> tuple[list[CpuStrip], int]:
-    """Strips for hosts with per-core CPU facts, the hottest core first; (strips shown, hosts not shown)."""
-    strips = []
+    """Strips for hosts with per-core CPU facts, the hottest core first; (strips shown, hosts not shown).
+    Only the shown ones are drawn: a 100,000-host report has one strip's worth of facts per host."""
+    drawable: list[tuple[float, str, Mapping[str, Any]]] = []
     for host in doc["hosts"]:
         cpu = (host.get("facts_summary") or {}).get("cpu")
-        if isinstance(cpu, dict):
-            strip = cpu_strip(str(host["name"]), cpu)
-            if strip:
-                strips.append(strip)
-    strips.sort(key=lambda s: (-s.hot_system, s.host))
-    return strips[:MAX_CPU_STRIPS], max(0, len(strips) - MAX_CPU_STRIPS)
+        if isinstance(cpu, dict) and _cores(cpu):
+            drawable.append((-_pct(cpu.get("max_core_system_pct")), str(host["name"]), cpu))
+    shown = heapq.nsmallest(MAX_CPU_STRIPS, drawable, key=lambda d: (d[0], d[1]))  # stable, as sorted() is
+    strips = [strip for _, name, cpu in shown if (strip := cpu_strip(name, cpu)) is not None]
+    return strips, max(0, len(drawable) - MAX_CPU_STRIPS)
 
 
 # ------------------------------------------------------------------------------------------------
