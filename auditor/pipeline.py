@@ -93,12 +93,14 @@ def collect(plan: ScanPlan, env: Env, notes: list[str]) -> Iterator[tuple[int, H
                       deep_cpu=t.deep_cpu)
 
 
-def evaluate(core: Evaluation, results: Iterator[tuple[int, HostResult]]) -> list[Line]:
+def evaluate(core: Evaluation, results: Iterator[tuple[int, HostResult]], lines_wanted: bool = True) -> list[Line]:
     """Each host into the core as it completes (the history feed first adds its trend facts and packs its
-    store row), its snapshot then dropped; returns the hosts' summary lines in input order."""
+    store row), its snapshot then dropped; returns the hosts' summary lines in input order (none when
+    nothing prints them: --quiet, where a fleet's lines would only be held)."""
     lines: dict[int, Line] = {}
     for index, result in results:
-        lines[index] = host_line(result)
+        if lines_wanted:
+            lines[index] = host_line(result)
         core.add(result, index)
     return [lines[i] for i in sorted(lines)]
 
@@ -129,7 +131,7 @@ def scan(opts: ScanOptions, env: Env) -> int:
         try:
             notes = list(plan.notes)
             core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=history_stage.feed(session))
-            lines = evaluate(core, collect(plan, term, notes))
+            lines = evaluate(core, collect(plan, term, notes), lines_wanted=not term.quiet)
             report = core.finish(now_iso(), notes)  # fleet rules, waivers, chains, drift, comparison, exit code
             since(session, report)
             history_stage.add_series(session, report)  # each host's earlier numbers, for the trend pictures

@@ -22,15 +22,14 @@ from .snapshotdoc import Facts, Snapshot
 
 def _host(result: HostResult) -> dict[str, Any]:
     snap = result.snapshot or {}
-    labels = dict(snap.get("labels") or result.spec.labels)
-    return {
+    return {  # the host's own dicts, shared, not copied: documents are read, never changed
         "name": result.name,
         "target": result.spec.target,
-        "labels": labels,
+        "labels": snap.get("labels") or result.spec.labels,
         "status": result.status,
         "error": result.error,
         "duration_s": round(result.duration_s, 3),
-        "collector_errors": dict(snap.get("errors") or {}),
+        "collector_errors": snap.get("errors") or {},
         "not_applicable": sorted(snap.get("not_applicable") or ()),
         "complete": result.complete,
         "failed_areas": list((snap.get("probe") or {}).get("failed_areas") or []),

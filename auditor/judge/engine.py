@@ -152,6 +152,7 @@ class FleetError:
 FleetRead: TypeAlias = "fleet.Taking | Finding | FleetError | None"
 
 _PROBATION = 512  # lookups before a rule whose cache hardly ever hits stops being cached
+_MAX_UNKNOWNS = 4096  # distinct "could not be evaluated" findings shared across hosts
 
 Found = list[dict[str, Any]]
 
@@ -173,6 +174,7 @@ class Judge:
         self._derived = derived_areas()  # trends: absent without history, which is no trend, not an unknown
         self.evaluations = 0  # rule runs actually performed (cache misses)
         self._interp = RowMemoInterpreter(OPTIONS)  # filters remember their verdict per distinct row
+        self._unknowns: dict[tuple[Any, ...], Finding | None] = {}
 
     def _key(self, index: int, rule: Rule, digests: _Digests) -> tuple[bytes, ...]:
         if "*" in rule.roots:
@@ -180,6 +182,24 @@ class Judge:
         parts = [digests.area(a, shape) for a, shape in rule.shapes]
         parts.extend(digests.root(r, rule.root_keys.get(r)) for r in self._roots[index])
         return tuple(parts)
+
+    def _shared_unknown(self, index: int, rule: Rule, snapshot: Snapshot, absent: set[str]) -> Finding | None:
+        """`_unknown`, one Finding per distinct reason: hosts lacking the same areas with the same collector
+        errors share its title and evidence (each host's finding is a copy naming the host)."""
+        missing = rule.areas & absent
+        if not missing:
+            return None
+        errors = snapshot.get("errors") or {}
+        key = (index, frozenset(missing), tuple((a, errors[a]) for a in sorted(missing) if a in errors))
+        try:
+            got = self._unknowns.get(key)
+        except TypeError:  # an error that is no string (unhashable): not shared
+            return _unknown(rule, snapshot, absent)
+        if got is None:
+            if len(self._unknowns) >= _MAX_UNKNOWNS:  # per-host error texts: a bound, not a fleet-sized memo
+                self._unknowns.clear()
+            got = self._unknowns[key] = _unknown(rule, snapshot, absent)
+        return got
 
     def uncached(self) -> list[str]:
         """The rules that came out of probation as per-host readers: run on every host, nothing cached."""
@@ -223,7 +243,7 @@ class Judge:
                 continue  # over all hosts: judge_all
             if not_applicable and rule.areas & not_applicable and not rule.areas >= _all_areas():
                 continue  # reads a fact that does not apply here (a rule over all facts still runs)
-            unknown = _unknown(rule, snapshot, absent) if absent else None
+            unknown = self._shared_unknown(index, rule, snapshot, absent) if absent else None
             if unknown is not None:
                 out.append(replace(unknown, host=host))
                 continue

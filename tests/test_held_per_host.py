@@ -1,0 +1,50 @@
+"""What a scan holds per host until its report is made: labels once (the stub shares its spec's dict,
+the report row shares the stub's), and no summary line when nothing will print it (--quiet). A fleet of
+100,000 hosts holds each of these 100,000 times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor import pipeline
+from auditor.evaluate.keep import stub
+from auditor.models import HostResult, HostSpec
+from auditor.reportdoc import _host
+from tests.test_one_core import _report, _run, replayed  # noqa: F401 - the fixture
+
+SNAP: dict[str, Any] = {"labels": {"az": "us-east-1a"}, "facts": {}, "probe": {"complete": True}}
+
+
+def test_the_stub_keeps_one_labels_dict_and_the_report_row_shares_it() -> None:
+    spec = HostSpec("h", "local", {"az": "us-east-1a"})
+    kept = stub(HostResult(spec, "ok", None, {**SNAP, "labels": {"az": "us-east-1a"}}))
+    assert kept.snapshot is not None and kept.snapshot["labels"] is spec.labels
+    assert _host(kept)["labels"] is spec.labels
+    other = stub(HostResult(spec, "ok", None, {**SNAP, "labels": {"az": "us-east-1b", "os": "al2"}}))
+    assert other.snapshot is not None and other.snapshot["labels"] == {"az": "us-east-1b", "os": "al2"}
+    assert _host(other)["labels"] == {"az": "us-east-1b", "os": "al2"}  # the snapshot's own, when they differ
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_a_quiet_scan_keeps_no_summary_lines(replayed: Path, tmp_path: Path,  # noqa: F811
+                                             monkeypatch: pytest.MonkeyPatch, quiet: bool) -> None:
+    kept: list[int] = []
+    real = pipeline.evaluate
+
+    def counting(*args: Any, **kwargs: Any) -> list[Any]:
+        lines = real(*args, **kwargs)
+        kept.append(len(lines))
+        return lines
+
+    monkeypatch.setattr(pipeline, "evaluate", counting)
+    _, text = _run("scan", "-i", str(replayed), "--no-store", "--format", "json", "--out", str(tmp_path / "out"),
+                   *(["--quiet"] if quiet else []))
+    doc = _report(tmp_path / "out")
+    assert len(doc["hosts"]) == 12 and all(h["status"] == "ok" for h in doc["hosts"])
+    assert kept == [0 if quiet else 12]
+    assert (text == "") == quiet
+    if not quiet:
+        assert [line.split()[0] for line in text.splitlines()[:12]] == [f"h{i:02d}" for i in range(12)]
