@@ -48,3 +48,13 @@ def test_a_quiet_scan_keeps_no_summary_lines(replayed: Path, tmp_path: Path,  # 
     assert (text == "") == quiet
     if not quiet:
         assert [line.split()[0] for line in text.splitlines()[:12]] == [f"h{i:02d}" for i in range(12)]
+
+
+def test_a_drift_row_is_one_small_object() -> None:
+    """One DriftItem per host per difference: a heterogeneous fleet holds millions until the report."""
+    import sys
+
+    from auditor.models import DriftItem
+
+    item = DriftItem("h", "facts.kernel.release", "changed", "6.1", "6.8", "high")
+    assert not hasattr(item, "__dict__") and sys.getsizeof(item) <= 96
