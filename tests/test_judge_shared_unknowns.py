@@ -61,3 +61,16 @@ def test_the_memo_is_bounded_and_stays_exact(monkeypatch: pytest.MonkeyPatch) ->
         snap = _lacking(f"h{i}", "cpu", f"timed out after {i} s")
         assert [asdict(f) for f in judge.judge(snap)] == _fresh(snap)
         assert len(judge._unknowns) <= 3
+
+
+def test_fleet_rules_share_them_too() -> None:
+    judge = Judge(load_rules())
+    reads = [judge.fleet_reads(_lacking(n, "hygiene", "timed out")) for n in ("a", "b")]
+    unknown = [[r for r in host if r is not None and getattr(r, "evidence", {}).get("status") == "unknown"]
+               for host in reads]
+    assert unknown[0] and len(unknown[0]) == len(unknown[1])
+    for fa, fb in zip(*unknown):
+        assert (fa.host, fb.host) == ("a", "b") and fa.evidence is fb.evidence
+    fresh = Judge(load_rules()).fleet_reads(_lacking("b", "hygiene", "timed out"))
+    assert [asdict(r) if r is not None and hasattr(r, "evidence") else r for r in reads[1]] == \
+        [asdict(r) if r is not None and hasattr(r, "evidence") else r for r in fresh]

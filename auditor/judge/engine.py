@@ -266,15 +266,15 @@ class Judge:
         """What the host gives each fleet rule (in rule order), worked out as it is judged: its part
         (fleet.Taking), None when it takes no part (an area that does not apply, `where` false), a
         "could not be evaluated" finding when it lacks an area the rule reads, or the error a rule hit."""
-        return tuple(self._fleet_read(rule, snapshot) for rule in self.rules if rule.fleet is not None)
+        return tuple(self._fleet_read(index, rule, snapshot) for index, rule in enumerate(self.rules)
+                     if rule.fleet is not None)
 
-    @staticmethod
-    def _fleet_read(rule: Rule, snapshot: Snapshot) -> FleetRead:
+    def _fleet_read(self, index: int, rule: Rule, snapshot: Snapshot) -> FleetRead:
         facts = snapshot.get("facts") or {}
         missing = {a for a in rule.areas if facts.get(a) is None}
         if missing & set(snapshot.get("not_applicable") or ()):
             return None
-        unknown = _unknown(rule, snapshot, missing) if missing else None
+        unknown = self._shared_unknown(index, rule, snapshot, missing) if missing else None
         if unknown is not None:
             return replace(unknown, host=str(snapshot.get("name") or snapshot.get("target") or "?"))
         try:
