@@ -58,3 +58,24 @@ def test_a_drift_row_is_one_small_object() -> None:
 
     item = DriftItem("h", "facts.kernel.release", "changed", "6.1", "6.8", "high")
     assert not hasattr(item, "__dict__") and sys.getsizeof(item) <= 96
+
+
+def test_finish_lets_go_of_what_only_it_reads_and_runs_once() -> None:
+    """Fleet slices and reads, views, group keys and the entries' finding lists are dead once the report
+    exists; a run holds them no longer (they were ~2.5 KB per host through the whole report phase)."""
+    from auditor.evaluate.core import EvalPlan, Evaluation
+    from auditor.evaluate.files import as_result
+    from auditor.judge.rules import load_rules
+    from auditor.judge.stage import JudgePlan
+    from tests.test_fleet_rules import _no_compare, host
+
+    core = Evaluation(EvalPlan(JudgePlan(load_rules(), ()), _no_compare(), None))
+    for i in range(4):
+        core.add(as_result(host(f"h{i}"), f"h{i}.json"))
+    held = core._entries
+    assert all(e.slice is not None and e.fleet and e.findings for e in held)
+    report = core.finish("2026-12-03T00:00:00Z")
+    assert {f.host for f in report.findings} == {f"h{i}" for i in range(4)}
+    assert all(e.slice is None and e.fleet == () and e.findings == [] and e.view is None for e in held)
+    with pytest.raises(RuntimeError, match="once"):
+        core.finish("2026-12-03T00:00:01Z")

@@ -85,6 +85,7 @@ class Evaluation:
         self._spare: list[Any] = []  # what the sidecar returned for duplicates (a store body may ride on one)
         self._part = Part()
         self._positions = count()
+        self._finished = False
 
     def add(self, result: HostResult, position: int | None = None) -> None:
         """Judge and index one host; its snapshot is not kept."""
@@ -143,7 +144,12 @@ class Evaluation:
         return self._spare
 
     def finish(self, generated_at: str, notes: Iterable[str] = ()) -> Report:
-        """The report: hosts in input order, every section filled, its exit code set."""
+        """The report: hosts in input order, every section filled, its exit code set. Once only: it lets go
+        of what only it reads (fleet slices and reads, views, group keys; the findings are the report's
+        now), which a 100,000-host run would otherwise hold through the whole report phase."""
+        if self._finished:
+            raise RuntimeError("Evaluation.finish() runs once")
+        self._finished = True
         entries = sorted(self._entries, key=lambda e: e.position)
         report = Report(hosts=[e.host for e in entries], generated_at=generated_at, fail_on=self.plan.fail_on,
                         notes=list(notes))
@@ -156,6 +162,9 @@ class Evaluation:
             order = [e.host.name for e in entries if e.view is not None and e.host.status == "ok"]
             compare_stage.apply(self.plan.compare, report, self._builder.index(attrs, order))
         report.exit_code = verdict(report)
+        for e in entries:
+            e.findings, e.view, e.attrs, e.slice, e.fleet = [], None, None, None, ()
+        self._builder = IndexBuilder()
         return report
 
 
