@@ -29,6 +29,7 @@ from ..judge.stage import JudgePlan
 from ..models import Finding, HostResult, HostSpec, Report, severity_rank
 from ..snapshotdoc import Snapshot
 from .keep import fleet_cut, fleet_slice, stub
+from .share import Shared
 
 DUPLICATE = "duplicate host name: an earlier snapshot names the same host"
 Sidecar = Callable[[Snapshot], Any]  # run on each snapshot before it is judged (trends, store rows)
@@ -69,10 +70,11 @@ class Evaluation:
     """One run's evaluation; `worker=True` keeps what it adds for `take` instead of indexing it."""
 
     def __init__(self, plan: EvalPlan, judge: Judge | None = None, worker: bool = False,
-                 sidecar: Sidecar | None = None):
+                 sidecar: Sidecar | None = None, keep: Callable[[Any], Any] | None = None):
         self.plan = plan
         self.judge = judge or Judge(plan.judge.ruleset)
         self.sidecar = sidecar
+        self._keep = keep  # what the core keeps of a sidecar's result (history: the row, its bulk spooled)
         self._worker = worker
         self._cut = fleet_cut(self.judge)
         self._indexing = plan.compare.active
@@ -80,6 +82,7 @@ class Evaluation:
         self._keys = [k for k in keys if not k.startswith("facts.")]
         self._memo = ViewMemo()
         self._builder = IndexBuilder()
+        self._shared = Shared()  # what hosts of one configuration keep is held once
         self._entries: list[Entry] = []
         self._names: set[str] = set()  # the hosts judged so far
         self._spare: list[Any] = []  # what the sidecar returned for duplicates (a store body may ride on one)
@@ -128,11 +131,20 @@ class Evaluation:
                 entry = _duplicate(entry)
             else:
                 self._names.add(name)
+                self._share(entry)
                 if ref is not None:
                     if not self._builder.known(ref):
                         self._builder.adopt(ref, views[ref])
                     self._builder.place(name, ref)
         self._entries.append(entry)
+
+    def _share(self, entry: Entry) -> None:
+        if self._keep is not None and entry.extra is not None:
+            entry.extra = self._keep(entry.extra)
+        self._shared.stub(entry.host)
+        if entry.slice is not None:
+            self._shared.slice(entry.slice, entry.host)
+        entry.attrs = self._shared.one(entry.attrs)
 
     def extras(self) -> Iterable[tuple[HostResult, Any]]:
         """Each judged host's stub and what the sidecar returned for it, in arrival order."""
@@ -164,7 +176,7 @@ class Evaluation:
         report.exit_code = verdict(report)
         for e in entries:
             e.findings, e.view, e.attrs, e.slice, e.fleet = [], None, None, None, ()
-        self._builder = IndexBuilder()
+        self._builder, self._shared = IndexBuilder(), Shared()
         return report
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import marshal
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -23,6 +22,7 @@ from jmespath.exceptions import JMESPathError
 from jmespath.visitor import TreeInterpreter
 
 from ..collect.schema import derived_areas, fact_tree
+from ..contentkey import content_digest
 from ..models import Finding
 from ..snapshotdoc import Snapshot
 from . import fleet
@@ -42,13 +42,12 @@ def truthy(value: Any) -> bool:
 
 
 def _digest(value: Any) -> bytes:
-    """Digest of parsed-JSON content. marshal (C, ~10x faster than sorted JSON) is exact for these types; equal
-    content in another key order only costs a cache miss, never a wrong hit."""
-    try:
-        data = marshal.dumps(value, 2)
-    except ValueError:  # a type marshal does not know: fall back to canonical JSON
+    """Digest of parsed-JSON content (contentkey); what marshal cannot write digests as canonical JSON."""
+    digest = content_digest(value)
+    if digest is None:
         data = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
-    return hashlib.blake2b(data, digest_size=16).digest()
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+    return digest
 
 
 class _Digests:
