@@ -95,7 +95,8 @@ def _analyze(plan: AnalyzePlan, env: Env) -> int:
     term = render_stage.terminal(plan.render, env)  # the summary: stdout, stderr or nowhere (--quiet)
     session = history_stage.begin(plan.history, now_iso(), source="analyze")
     try:
-        core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=history_stage.feed(session))
+        feed = history_stage.feed(session)
+        core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=feed, keep=feed.keep)
         evaluate_files(core, plan.files, plan.jobs)  # each file read, given its trends, judged, indexed, dropped
         report = core.finish(now_iso(), [f"analyzed {len(plan.files)} saved snapshot files; no host was contacted"])
         history_stage.add_since(session, report)
@@ -106,7 +107,7 @@ def _analyze(plan: AnalyzePlan, env: Env) -> int:
         doc = report_to_dict(report) if render_stage.writes(plan.render) or session is not None else None
         if doc is not None:
             render_stage.write(plan.render, doc, env)
-        rows = history_stage.pending(core.extras(), core.spare())
+        rows = history_stage.pending(session, core.extras(), core.spare())
         not_recorded = history_stage.finish(session, doc, rows, now_iso()) \
             if session is not None and doc is not None else None
     except BaseException:

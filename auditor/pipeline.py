@@ -130,7 +130,8 @@ def scan(opts: ScanOptions, env: Env) -> int:
         session = history_stage.begin(plan.history, now_iso())  # committed: a killed scan stays visible
         try:
             notes = list(plan.notes)
-            core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=history_stage.feed(session))
+            feed = history_stage.feed(session)
+            core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=feed, keep=feed.keep)
             lines = evaluate(core, collect(plan, term, notes), lines_wanted=not term.quiet)
             report = core.finish(now_iso(), notes)  # fleet rules, waivers, chains, drift, comparison, exit code
             since(session, report)
@@ -144,7 +145,7 @@ def scan(opts: ScanOptions, env: Env) -> int:
                 unsaved: OutputError | None = exc
             else:
                 unsaved = None
-            not_recorded = record(session, doc, history_stage.pending(core.extras(), core.spare()))
+            not_recorded = record(session, doc, history_stage.pending(session, core.extras(), core.spare()))
         except BaseException:
             history_stage.abandon(session)  # a crash or Ctrl-C: this scan is marked, earlier ones untouched
             raise

@@ -10,9 +10,11 @@ cross a fork)."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ..snapshotdoc import Snapshot
 from . import pack, query, trends
@@ -30,24 +32,91 @@ class Packed:
     collected_at: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Spooled:
+    """A packed row whose volatile part waits in the spool file (at `offset`, `size` bytes)."""
+
+    digest: str
+    body: bytes | None
+    offset: int
+    size: int
+    collected_at: str | None
+
+
+class SpoolLost(Exception):
+    """The spool file could not be read back: the scan's rows are not recorded."""
+
+
+class Spool:
+    """Packed rows' volatile parts in an unlinked temporary file until the scan is recorded: a few KB per
+    host (the per-host counters, compressed) that a 100,000-host scan would otherwise hold in memory, the
+    largest per-host part of it. If the file cannot be written (no space), rows stay in memory."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+        self._end = 0
+        self._failed = False
+
+    def hold(self, packed: Packed) -> Packed | Spooled:
+        """`packed`, its volatile part moved to the file (or kept, when the file fails)."""
+        if self._failed or not packed.volatile:
+            return packed
+        try:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="ami-auditor-rows-")  # noqa: SIM115 (closed by close)
+            _write_at(self._file.fileno(), packed.volatile, self._end)
+        except OSError:
+            self._failed = True
+            return packed
+        offset, self._end = self._end, self._end + len(packed.volatile)
+        return Spooled(packed.digest, packed.body, offset, len(packed.volatile), packed.collected_at)
+
+    def volatile(self, row: Packed | Spooled) -> bytes:
+        """A row's volatile part, read back from the file when it was spooled."""
+        if isinstance(row, Packed):
+            return row.volatile
+        try:
+            assert self._file is not None
+            data = os.pread(self._file.fileno(), row.size, row.offset)
+        except OSError as exc:
+            raise SpoolLost(f"the scan's rows held in a temporary file could not be read back: {exc}") from exc
+        if len(data) != row.size:
+            raise SpoolLost("the scan's rows held in a temporary file came back short")
+        return data
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
 @dataclass
 class Pending:
     """A scan's packed rows by host, and each distinct stable body once."""
 
-    rows: dict[str, Packed] = field(default_factory=dict)
+    rows: dict[str, Packed | Spooled] = field(default_factory=dict)
     bodies: dict[str, bytes] = field(default_factory=dict)
+    spool: Spool = field(default_factory=Spool)
 
     @classmethod
-    def of(cls, hosts: Iterable[tuple[str, Packed]], spare: Iterable[Packed] = ()) -> Pending:
+    def of(cls, hosts: Iterable[tuple[str, Packed | Spooled]], spare: Iterable[Packed] = (),
+           spool: Spool | None = None) -> Pending:
         """Rows by host; bodies from them and from `spare` (packed, then not recorded: a duplicate host)."""
-        out = cls()
+        out = cls(spool=spool or Spool())
         for packed in spare:
             if packed.body is not None:
                 out.bodies.setdefault(packed.digest, packed.body)
-        for name, packed in hosts:
-            if packed.body is not None:
-                out.bodies.setdefault(packed.digest, packed.body)
-            out.rows[name] = packed
+        for name, row in hosts:
+            if row.body is not None:
+                out.bodies.setdefault(row.digest, row.body)
+            out.rows[name] = row
         return out
 
 
@@ -72,12 +141,17 @@ class Feed:
     """The per-snapshot history step (the evaluation core's sidecar): trends on, row packed; without a
     store, empty trends and no row."""
 
-    def __init__(self, path: Path | None, scan_id: int = 0, conn: Store | None = None):
+    def __init__(self, path: Path | None, scan_id: int = 0, conn: Store | None = None, spool: Spool | None = None):
         self.path = path
         self.scan_id = scan_id
         self._conn = conn
         self._pid = os.getpid()
         self._known: set[str] = set()
+        self.spool = spool or Spool()  # the parent's: rows the core keeps wait here (`keep`)
+
+    def keep(self, packed: object) -> object:
+        """What the evaluation core keeps of a host's row (in the parent, as the host is accepted)."""
+        return self.spool.hold(packed) if isinstance(packed, Packed) else packed
 
     def _store(self) -> Store:
         assert self.path is not None

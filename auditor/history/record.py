@@ -133,7 +133,7 @@ def _write(conn: Store, scan_id: int, doc: dict[str, Any], pending: Pending, at:
         packed = pending.rows.get(name)
         digest = volatile = collected_at = None
         if packed is not None:
-            digest, volatile, collected_at = packed.digest, packed.volatile, packed.collected_at
+            digest, volatile, collected_at = packed.digest, pending.spool.volatile(packed), packed.collected_at
             if digest not in stored and conn.execute("SELECT 1 FROM snapshots WHERE hash = ?",
                                                      (digest,)).fetchone() is None:
                 conn.execute("INSERT INTO snapshots (hash, body) VALUES (?, ?)", (digest, pending.bodies[digest]))

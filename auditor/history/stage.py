@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..textsafe import one_line
 from . import charts, record
 from .conn import Store, StoreUnavailable
 from .db import check_usable, default_path, open_store
-from .feed import Feed, Packed, Pending
+from .feed import Feed, Packed, Pending, Spool, Spooled, SpoolLost
 from .values import integer, text
 
 
@@ -41,6 +41,7 @@ class Session:
     scan_id: int
     open_before: dict[tuple[str, str, str, str], str]
     hosts_before: dict[str, tuple[int, str]]
+    spool: Spool = field(default_factory=Spool)  # the packed rows' volatile parts until `finish`
 
 
 def prepare(opts: HistoryOptions) -> StorePlan:
@@ -66,14 +67,15 @@ def feed(session: Session | None) -> Feed:
     (empty ones without a store or an earlier scan), its store row packed for `finish`."""
     if session is None:
         return Feed(None)
-    return Feed(session.path, session.scan_id, session.conn)
+    return Feed(session.path, session.scan_id, session.conn, session.spool)
 
 
-def pending(extras: Iterable[tuple[HostResult, Any]], spare: Iterable[Any] = ()) -> Pending:
+def pending(session: Session | None, extras: Iterable[tuple[HostResult, Any]], spare: Iterable[Any] = ()) -> Pending:
     """The packed rows the feed returned, by host (what the evaluation core kept of each), and the bodies
     carried by rows it did not keep (`spare`: duplicate hosts)."""
-    return Pending.of(((host.name, packed) for host, packed in extras if isinstance(packed, Packed)),
-                      (packed for packed in spare if isinstance(packed, Packed)))
+    return Pending.of(((host.name, packed) for host, packed in extras if isinstance(packed, (Packed, Spooled))),
+                      (packed for packed in spare if isinstance(packed, Packed)),
+                      session.spool if session is not None else None)
 
 
 def add_since(session: Session | None, report: Report) -> None:
@@ -128,11 +130,12 @@ def finish(session: Session | None, doc: dict[str, Any], rows: Pending, finished
         return None
     try:
         record.record_scan(session.conn, session.scan_id, doc, rows, finished_at)
-    except StoreUnavailable as exc:
+    except (StoreUnavailable, SpoolLost) as exc:
         return one_line(f"{exc}: this scan is not recorded in it")
     return None
 
 
 def close(session: Session | None) -> None:
     if session is not None:
+        session.spool.close()
         session.conn.close()
