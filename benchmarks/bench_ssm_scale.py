@@ -5,12 +5,14 @@ discovery by tag, S3 for the outputs) and the test SSM endpoint in replay mode: 
 with one real document output recorded on this machine, re-framed with the command's nonce and carrying
 the instance's own identity (tests/ssm_endpoint/replay.py). No host runs a probe.
 
-Two children per size, each its own process so its peak RSS is its own (the stand-ins run here):
+Up to three children per size, each its own process so its peak RSS is its own (the stand-ins run here):
 - `layer`: EC2 discovery + `run_ssm_batch`, each outcome built into its snapshot and dropped as it
   arrives — what the SSM transport itself holds;
 - `scan`: the real CLI (`ami-auditor scan … --format json --out DIR --no-store`): each host's output is
   judged and indexed as it is read and its snapshot dropped (the evaluation core); what grows is the
-  report (a stub and the findings per host).
+  report (a stub and the findings per host);
+- `scan-store` (asked for by name): the same scan recording into a new history store, as a scheduled
+  scan does (trends read per host, each host's row packed and spooled to disk until the scan is recorded).
 Prints, per size and child: wall time, peak RSS, SSM API calls by operation and per instance, the load
 average when the child ended, and when its SendCommand came (child start-up + discovery).
 
@@ -29,6 +31,7 @@ import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -48,7 +51,8 @@ AZS = (("us-east-1a", "use1-az1"), ("us-east-1b", "use1-az2"), ("us-east-1c", "u
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--instances", default="1000,10000", help="comma-separated fleet sizes")
-    ap.add_argument("--children", default="layer,scan", help="layer, scan or both (comma-separated)")
+    ap.add_argument("--children", default="layer,scan",
+                    help="layer, scan, scan-store (the scan recording into a new history store), comma-separated")
     ap.add_argument("--poll", type=float, default=2.0, help="--ssm-poll-interval (first poll, s)")
     ap.add_argument("--deadline", type=float, default=0.0,
                     help="scan --deadline (s); default max(900, 60 ms per instance): the outputs are read as fast "
@@ -254,13 +258,15 @@ def measure(n: int, children: list[str], poll: float, ec2_too: bool = True,
                 argv = ["--child-layer", "--prefix", prefix, "--poll", str(poll)]
                 argv += [] if ec2_too else ["--no-ec2", "--instances", str(ids_file)]
             else:
-                outdir, prefix = tempfile.mkdtemp(prefix="bench-ssm-scale-"), f"scan{n}"
+                outdir, prefix = tempfile.mkdtemp(prefix="bench-ssm-scale-"), f"{name}{n}"
+                keep = Path(tempfile.mkdtemp(prefix="bench-ssm-store-"))  # scan-store: a new store per run
+                store = ["--store", str(keep / "history.sqlite3")] if name == "scan-store" else ["--no-store"]
                 source = "import sys; from auditor.cli import main; sys.argv = ['ami-auditor'] + sys.argv[1:]; " \
                     "sys.exit(main())"
                 argv = ["scan", "--ec2", TAG, "--via", "ssm",
                         "--ssm-targets", "--ssm-s3-bucket", BUCKET, "--ssm-s3-prefix", prefix, "--region",
                         "us-east-1", "--ssm-poll-interval", str(poll), "--ssm-max-concurrency", "100%",
-                        "--ssm-max-errors", "100%", "--deadline", str(deadline), "--no-store", "--quiet",
+                        "--ssm-max-errors", "100%", "--deadline", str(deadline), *store, "--quiet",
                         "--format", "json", "--out", outdir]
             started = time.monotonic()
             wall, rss, code, text = child(argv, env, source)
@@ -271,12 +277,17 @@ def measure(n: int, children: list[str], poll: float, ec2_too: bool = True,
             sent = min((c.sent_at for cid, c in aws.endpoint.command_info.items()
                         if c.ids and aws.endpoint.invocations[(cid, c.ids[0])].s3_prefix == prefix),
                        default=started) - started
-            if name == "scan":
+            if name in ("scan", "scan-store"):
                 saved = Path(outdir) / "report.json"
                 hosts = (json.loads(saved.read_text()) if saved.exists() else {}).get("hosts") or []
-                text = json.dumps({"ok": sum(h.get("status") == "ok" for h in hosts), "hosts": len(hosts),
-                                   "exit": code})
+                result = {"ok": sum(h.get("status") == "ok" for h in hosts), "hosts": len(hosts), "exit": code}
+                if name == "scan-store":  # the hosts the store recorded (a complete scan)
+                    with contextlib.closing(sqlite3.connect(keep / "history.sqlite3")) as db:
+                        result["recorded"] = db.execute("SELECT count(*) FROM scan_hosts h JOIN scans s ON "
+                                                        "s.id = h.scan_id WHERE s.state = 'complete'").fetchone()[0]
+                text = json.dumps(result)
                 shutil.rmtree(outdir, ignore_errors=True)
+                shutil.rmtree(keep, ignore_errors=True)
             rows.append({"n": n, "child": name, "wall": wall, "rss": rss, "calls": calls, "result": text.strip(),
                          "answered": answered, "sent": sent, "load": os.getloadavg()})
             print(f"# {name} {n}: {wall:.0f} s, {rss / 2**20:.0f} MiB, {text.strip()}", file=sys.stderr, flush=True)
