@@ -42,7 +42,7 @@ class AmiSettings:
     attach_to: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a fleet run holds one per host to the end
 class HostSpec:
     """One host to audit: a display name, a target URL and labels (az, ami_id, …)."""
 
@@ -81,7 +81,7 @@ class CommandResult:
     labels: dict[str, str] = field(default_factory=dict)  # what the transport learned (ami://: ami_id, ami_name…)
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a fleet run holds one per host to the end
 class HostResult:
     """A host's outcome in a scan: its status and, when reached, its snapshot (a dict)."""
 

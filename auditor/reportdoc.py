@@ -117,7 +117,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "fail_on": report.fail_on,
         "summary": summary(report),
         "hosts": [_host(h) for h in report.hosts],
-        "findings": [_since(_finding(f)) for f in report.findings],
+        "findings": _findings(report.findings),
         "drift": [_since(_drift(d)) for d in report.drift],
         "comparison": report.comparison,
         "symptom": report.symptom,
@@ -133,12 +133,19 @@ _FINDING_FIELDS = tuple(f.name for f in fields(Finding) if f.name != "link")
 _DRIFT_FIELDS = tuple(f.name for f in fields(DriftItem))
 
 
-def _finding(finding: Finding) -> dict[str, Any]:
-    """A finding as JSON; its chain `link` text is told in `chains`, not repeated here. Its evidence is
-    shared, not copied (a fleet's hosts share one evidence object per distinct result: judge/engine.py);
-    renderers read documents, never change them."""
+def _findings(findings: list[Finding]) -> list[dict[str, Any]]:
+    """The findings as JSON rows; a rule's tags list is made once and shared by its rows."""
+    tags: dict[tuple[str, ...], list[str]] = {}
+    return [_since(_finding(f, tags)) for f in findings]
+
+
+def _finding(finding: Finding, tags: dict[tuple[str, ...], list[str]]) -> dict[str, Any]:
+    """A finding as JSON; its chain `link` text is told in `chains`, not repeated here. Its evidence and
+    tags are shared, not copied (a fleet's hosts share one evidence object per distinct result:
+    judge/engine.py); renderers read documents, never change them."""
     out = {name: getattr(finding, name) for name in _FINDING_FIELDS}
-    out["tags"] = list(finding.tags)
+    key = tuple(finding.tags)
+    out["tags"] = tags.get(key) or tags.setdefault(key, list(key))
     return out
 
 

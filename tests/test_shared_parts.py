@@ -1,4 +1,5 @@
-"""What the evaluation core keeps of hosts of one configuration is held once (evaluate/share.py), and the
+"""What the evaluation core keeps of hosts of one configuration is held once (evaluate/share.py, with
+contentkey.Shared), and the
 report is the same as if every host kept its own copies."""
 
 from __future__ import annotations
@@ -8,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from auditor.evaluate import share
+from auditor import contentkey
+from auditor.contentkey import Shared
 from auditor.evaluate.core import Entry, EvalPlan, Evaluation
-from auditor.evaluate.share import Shared
 from auditor.history.feed import Feed
 from auditor.judge.rules import load_rules
 from auditor.judge.stage import JudgePlan
@@ -18,7 +19,7 @@ from auditor.models import HostResult, HostSpec
 from auditor.reportdoc import report_to_dict
 from tests.test_fleet_rules import _no_compare
 
-_ONE = share.Shared.one
+_ONE = contentkey.Shared.one
 FLEET = Path(__file__).resolve().parent / "data" / "compare" / "fleet"
 
 
@@ -63,7 +64,7 @@ def _run(hosts: list[HostResult]) -> tuple[list[Entry], dict[str, Any]]:
     entries = list(core._entries)
     slices = [e.slice for e in entries]
     assert all(s is not None for s in slices)
-    if len(slices) > 1 and share.Shared.one is _ONE:  # fleet slices: areas and labels held once too
+    if len(slices) > 1 and contentkey.Shared.one is _ONE:  # fleet slices: areas and labels held once too
         assert slices[0]["facts"]["kernel"] is slices[1]["facts"]["kernel"]
         assert slices[0]["labels"] is entries[0].host.snapshot["labels"]
     report = core.finish("2026-12-03T00:00:00Z")
@@ -81,9 +82,36 @@ def test_hosts_of_one_configuration_share_what_the_core_keeps_and_the_report_is_
     assert one.snapshot["probe"] is two.snapshot["probe"]
     assert one.summary["hostname"] != two.summary["hostname"]  # what is a host's own stays its own
 
-    monkeypatch.setattr(share.Shared, "one", lambda self, value: value)  # every host its own copies
-    monkeypatch.setattr(share.Shared, "keys", lambda self, value: value)
+    monkeypatch.setattr(contentkey.Shared, "one", lambda self, value: value)  # every host its own copies
+    monkeypatch.setattr(contentkey.Shared, "keys", lambda self, value: value)
     alone, unshared = _run(_hosts(3))
     assert alone[0].host.summary["cpu"] is not alone[1].host.summary["cpu"]
     doc["summary"].pop("duration_s", None), unshared["summary"].pop("duration_s", None)
     assert doc == unshared
+
+
+def test_chains_that_read_the_same_share_their_text_links_and_gaps_and_others_keep_their_own() -> None:
+    from auditor.judge.chains import host_chains
+    from auditor.models import Finding
+
+    graph = {"a": ("b",), "b": ()}
+    findings = [Finding(h, "a", "high", "a fired") for h in ("h1", "h2", "h3")]
+    findings += [Finding("h1", "b", "high", "b 3 times"), Finding("h2", "b", "high", "b 3 times"),
+                 Finding("h3", "b", "high", "b 4 times")]
+    one, two, three = host_chains(findings, graph)
+    assert [c["host"] for c in (one, two, three)] == ["h1", "h2", "h3"]
+    assert one["links"] is two["links"] and one["text"] is two["text"] and one["gaps"] is two["gaps"]
+    assert three["links"] is not one["links"] and three["text"] == "a fired → b 4 times"
+    alone = host_chains([f for f in findings if f.host == "h2"], graph)[0]
+    assert alone == two  # shared or not, the same chain
+
+
+def test_report_rows_share_a_rules_tags_and_host_records_have_no_instance_dict() -> None:
+    from auditor.models import Finding, Report
+
+    tags = ("cgroups", "memcg")
+    report = Report(hosts=[], generated_at="x", findings=[Finding(h, "r", "low", "t", tags=tags) for h in "ab"])
+    rows = report_to_dict(report)["findings"]
+    assert rows[0]["tags"] == list(tags) and rows[0]["tags"] is rows[1]["tags"]
+    spec = HostSpec("h", "ssh://h")
+    assert not hasattr(spec, "__dict__") and not hasattr(HostResult(spec), "__dict__")  # slots

@@ -23,13 +23,14 @@ from ..compare import stage as compare_stage
 from ..compare.index import IndexBuilder, ViewMemo, ViewRef, host_attrs
 from ..compare.normalize import NormalView
 from ..compare.stage import ComparePlan
+from ..contentkey import Shared
 from ..judge import stage as judge_stage
 from ..judge.engine import FleetRead, Judge
 from ..judge.stage import JudgePlan
 from ..models import Finding, HostResult, HostSpec, Report, severity_rank
 from ..snapshotdoc import Snapshot
 from .keep import fleet_cut, fleet_slice, stub
-from .share import Shared
+from .share import share_slice, share_stub
 
 DUPLICATE = "duplicate host name: an earlier snapshot names the same host"
 Sidecar = Callable[[Snapshot], Any]  # run on each snapshot before it is judged (trends, store rows)
@@ -141,9 +142,9 @@ class Evaluation:
     def _share(self, entry: Entry) -> None:
         if self._keep is not None and entry.extra is not None:
             entry.extra = self._keep(entry.extra)
-        self._shared.stub(entry.host)
+        share_stub(self._shared, entry.host)
         if entry.slice is not None:
-            self._shared.slice(entry.slice, entry.host)
+            share_slice(self._shared, entry.slice, entry.host)
         entry.attrs = self._shared.one(entry.attrs)
 
     def extras(self) -> Iterable[tuple[HostResult, Any]]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..chaingraph import Graph, positions
+from ..contentkey import Shared
 from ..models import Finding, severity_rank
 
 ARROW = " → "
@@ -94,13 +95,17 @@ def host_chains(findings: Iterable[Finding], graph: Graph) -> list[dict[str, Any
         if f.rule in pos and not f.waived and not not_evaluated(f):
             by_host[f.host][f.rule].append(f)
     shapes: dict[frozenset[str], tuple[_Shape, ...]] = {}
+    shared = Shared()  # hosts whose chains read the same share their text, links and gaps
     out: list[dict[str, Any]] = []
     for host in sorted(by_host):
         fired = by_host[host]
         key = frozenset(fired)
         if key not in shapes:
             shapes[key] = _shapes(key, graph, pos, order)
-        out.extend(_tell(host, shape, fired, pos) for shape in shapes[key])
+        for shape in shapes[key]:
+            chain = _tell(host, shape, fired, pos)
+            shared.fields(chain, ("text", "links", "gaps"))
+            out.append(chain)
     return out
 
 
