@@ -2,8 +2,9 @@
 
 Before a host is judged, `Feed` publishes its `facts.trends` (from the host's previous stored snapshot)
 and packs its store row: the stable body compressed once per distinct content in this process, the
-volatile part per host. The packed rows wait in memory (`Pending`, small per host; bodies per distinct
-configuration) until `record.record_scan` writes the whole scan at once; the snapshot itself is dropped.
+volatile part per host. The packed rows wait (`Pending`: each host's volatile part in the run's `Spool`
+file, bodies in memory once per distinct configuration) until `record.record_scan` writes the whole scan
+at once; the snapshot itself is dropped.
 In a forked worker the feed reads the store through its own connection (SQLite connections must not
 cross a fork)."""
 
