@@ -94,3 +94,14 @@ def test_a_spool_that_cannot_be_read_back_leaves_the_run_unrecorded_exit_3(tmp_p
     report = json.loads((tmp_path / "out" / "report.json").read_text())  # the results are kept
     assert len(report["hosts"]) == 5
     assert _rows(tmp_path / "h.sqlite3") == {}  # nothing half-recorded
+
+
+def test_a_spooled_row_asked_for_after_the_spool_is_closed_is_a_named_failure() -> None:
+    from auditor.history.feed import Packed, Spool, SpoolLost
+
+    spool = Spool()
+    row = spool.hold(Packed("d", None, b"volatile", None))
+    assert isinstance(row, Spooled) and spool.volatile(row) == b"volatile"
+    spool.close()
+    with pytest.raises(SpoolLost, match="let go"):
+        spool.volatile(row)

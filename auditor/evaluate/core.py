@@ -132,14 +132,16 @@ class Evaluation:
                 entry = _duplicate(entry)
             else:
                 self._names.add(name)
-                self._share(entry)
+                self._hold(entry)
                 if ref is not None:
                     if not self._builder.known(ref):
                         self._builder.adopt(ref, views[ref])
                     self._builder.place(name, ref)
         self._entries.append(entry)
 
-    def _share(self, entry: Entry) -> None:
+    def _hold(self, entry: Entry) -> None:
+        """How the core holds an accepted host: the sidecar's result as `keep` makes it (a store row
+        spooled), and what it has in common with hosts of its configuration held once (evaluate/share.py)."""
         if self._keep is not None and entry.extra is not None:
             entry.extra = self._keep(entry.extra)
         share_stub(self._shared, entry.host)

@@ -76,8 +76,9 @@ class Spool:
         """A row's volatile part, read back from the file when it was spooled."""
         if isinstance(row, Packed):
             return row.volatile
+        if self._file is None:
+            raise SpoolLost("the scan's rows held in a temporary file were let go before it was recorded")
         try:
-            assert self._file is not None
             data = os.pread(self._file.fileno(), row.size, row.offset)
         except OSError as exc:
             raise SpoolLost(f"the scan's rows held in a temporary file could not be read back: {exc}") from exc
