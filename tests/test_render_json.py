@@ -151,3 +151,22 @@ def test_a_host_string_cannot_pass_for_the_place_of_a_list() -> None:
     doc["notes"] = ["streamed hosts 00000000000000000000000000000000", "\"hosts\": ["]
     assert b"".join(render_chunks(doc)) == render_bytes(doc)
     assert json.loads(b"".join(render_chunks(doc)))["notes"] == doc["notes"]
+
+
+def test_the_render_step_checks_the_document_as_written(tmp_path: Path) -> None:
+    """The render step validates the document as the JSON it writes, where a tuple is an array (so it is
+    not walked for tuples), and still refuses a document the schema rejects, writing nothing."""
+    from auditor.errors import InputError
+    from auditor.render.stage import RenderPlan, write
+    from auditor.reportdoc import load_report, validate_report
+
+    doc = json.loads((DATA / "fleet.json").read_text())
+    doc["notes"] = tuple(doc["notes"]) + ("a note in a tuple",)
+    with pytest.raises(InputError):  # the strict check (tests, saved reports) still sees a tuple
+        validate_report(doc)
+    write(RenderPlan(("json",), tmp_path), doc)
+    assert load_report(str(tmp_path / "report.json"))["notes"][-1] == "a note in a tuple"
+    doc["hosts"][0]["status"] = "sleeping"
+    with pytest.raises(InputError, match="/hosts/0/status"):
+        write(RenderPlan(("json",), tmp_path / "bad"), doc)
+    assert not (tmp_path / "bad").exists()
