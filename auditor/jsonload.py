@@ -131,19 +131,23 @@ def _escapes(data: bytes) -> tuple[list[int] | None, bool]:
     return None, bool(_SURROGATE_ESCAPE_BYTES.search(data))
 
 
-def _structure(data: bytes, escaped_quote: bool) -> bytes:
+def _structure(data: bytes, escaped_quotes: list[int] | None) -> bytes:
     """The brackets a JSON parser nests by (strings left out, all as [ ]). Works on any bytes: up to where
     a parser would stop on an error, these are the brackets it sees.
 
-    Without an escaped quote, every quote opens or closes a string. Otherwise escaped backslashes
-    and quotes go first (the letters that can follow a backslash are kept so that only real pairs touch).
-    Then a string without brackets is an adjacent pair of quotes, all removed by one replace; if a quote
-    is left, some string held a bracket, and splitting at the quotes drops the strings."""
-    if not escaped_quote:
-        marks = data.translate(_BRACKET, _NOT_STRUCTURE)
-    else:
+    Once the escaped quotes are gone (`escaped_quotes`, from _escapes), every quote opens or closes a
+    string: a string without brackets is an adjacent pair of quotes, all removed by one replace; if a quote
+    is left, some string held a bracket, and splitting at the quotes drops the strings. Past 256 escapes
+    (None) escaped backslashes and quotes are paired off in the text itself (the letters that can follow a
+    backslash are kept so that only real pairs touch)."""
+    if escaped_quotes is None:
         marks = data.translate(_BRACKET, _NOT_STRUCTURE_OR_ESCAPE)
         marks = marks.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, b"\\" + _ESCAPE_LETTERS)
+    else:
+        if escaped_quotes:
+            ends = [*escaped_quotes, len(data)]
+            data = b"".join([data[:ends[0]], *(data[a + 1:b] for a, b in zip(ends, ends[1:]))])
+        marks = data.translate(_BRACKET, _NOT_STRUCTURE)
     marks = marks.replace(b'""', b"")
     return b"".join(marks.split(b'"')[::2]) if b'"' in marks else marks
 
@@ -189,7 +193,7 @@ def _fast_load(data: bytes) -> Any:
     segfault) on ~100,000 levels, so only texts no deeper than MAX_DEPTH reach it. orjson refuses lone
     surrogates itself; texts with any surrogate escape still go to the stdlib path and its walk."""
     escaped_quotes, surrogate = _escapes(data)
-    if surrogate or _deeper_than(_structure(data, escaped_quotes != []), MAX_DEPTH) \
+    if surrogate or _deeper_than(_structure(data, escaped_quotes), MAX_DEPTH) \
             or _long_integer(data, escaped_quotes):
         return _SLOW
     import orjson  # when JSON is read, not at start-up

@@ -184,10 +184,11 @@ def test_screen_measures_nesting_exactly(doc: Any, limit: int, ascii_only: bool)
     document's real nesting."""
     data = json.dumps(doc, ensure_ascii=ascii_only).encode()
     quotes, _ = jsonload._escapes(data)
-    assert jsonload._deeper_than(jsonload._structure(data, quotes != []), limit) == (height(doc) > limit)
+    assert jsonload._deeper_than(jsonload._structure(data, quotes), limit) == (height(doc) > limit)
     if long_ints(doc):
         assert jsonload._long_integer(data, quotes)
-    assert jsonload._deeper_than(jsonload._structure(data, True), limit) == (height(doc) > limit)
+    # past 256 escapes the positions are not known: the escapes are paired off in the text itself
+    assert jsonload._deeper_than(jsonload._structure(data, None), limit) == (height(doc) > limit)
 
 
 @fuzz_settings(300)
