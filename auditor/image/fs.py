@@ -23,24 +23,19 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import stat
 import time
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import interrupt
 from ..errors import ProbeTimeout
+from .mounts import foreign_mounts
 from .text import quote
 
 MAX_LINKS = 40  # like the kernel's MAXSYMLINKS
-PSEUDO_FS = frozenset({
-    "proc", "sysfs", "devtmpfs", "devpts", "tmpfs", "ramfs", "cgroup", "cgroup2", "securityfs", "debugfs",
-    "tracefs", "bpf", "mqueue", "hugetlbfs", "fusectl", "configfs", "pstore", "autofs", "binfmt_misc",
-    "efivarfs", "selinuxfs", "nsfs",
-})
 MAX_DIR_ENTRIES = 100_000  # a big image's var/lib/dpkg/info holds ~5 files per package
 MAX_DU_ENTRIES = 200_000  # entries `disk_usage` visits before it stops (and notes the cut)
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -74,48 +69,39 @@ class _Walk:
     parts: list[str]
 
 
+@dataclass
+class _Lookup:
+    """Where one lookup stands: the components left, the directories entered (name, fd, all inside the
+    root), the symbolic links followed, and the last absolute one (named if the path leads out)."""
+
+    path: str
+    todo: deque[str]
+    root_fd: int
+    stack: list[tuple[str, int]] = field(default_factory=list)
+    hops: int = 0
+    absolute_link: str | None = None
+
+    def cur(self) -> int:
+        return self.stack[-1][1] if self.stack else self.root_fd
+
+    def names(self) -> list[str]:
+        return [n for n, _ in self.stack]
+
+    def here(self, name: str) -> str:
+        return "/" + "/".join([*self.names(), name])
+
+    def end(self, name: str, st: os.stat_result | None) -> _Walk:
+        return _Walk(self.cur(), name, st, self.names())
+
+    def close_all(self) -> None:
+        """Back at the image root: every directory entered is closed."""
+        for _, fd in self.stack:
+            os.close(fd)
+        self.stack = []
+
+
 def _split(path: str) -> list[str]:
     return [c for c in path.split("/") if c not in ("", ".")]
-
-
-def _unescape(field: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as \\ooo."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def foreign_mounts(root: str, mountinfo: str = "/proc/self/mountinfo") -> dict[str, str]:
-    """Mount points below `root` that are not the image's own filesystems → why they are not read.
-
-    Accepted: a disk filesystem mounted at its own root whose device is mounted nowhere outside the
-    image (an image's /var partition). Refused: pseudo filesystems (proc, sysfs, tmpfs, …), bind mounts
-    of a subdirectory, and devices also mounted outside the image (a bind of the scanner's own disk).
-    """
-    try:
-        with open(mountinfo, encoding="utf-8", errors="replace") as f:
-            rows = [line.split() for line in f]
-    except OSError:
-        return {}
-    prefix = root.rstrip("/") + "/"
-    mounts: dict[str, tuple[str, str, str]] = {}
-    outside: set[str] = set()
-    for cols in rows:
-        if "-" not in cols[6:] or len(cols) < 9:
-            continue
-        sep = cols.index("-", 6)
-        device, mroot, point, fstype = cols[2], _unescape(cols[3]), _unescape(cols[4]), cols[sep + 1]
-        if point.startswith(prefix):
-            mounts[point] = (device, mroot, fstype)
-        elif point != root:
-            outside.add(device)
-    out = {}
-    for point, (device, mroot, fstype) in mounts.items():
-        if fstype in PSEUDO_FS:
-            out[point] = f"a {fstype} filesystem is mounted here"
-        elif mroot != "/":
-            out[point] = f"a bind mount of {mroot} is mounted here"
-        elif device in outside:
-            out[point] = "a filesystem that is also mounted outside the image is mounted here"
-    return out
 
 
 class ImageFS:
@@ -157,72 +143,65 @@ class ImageFS:
     def _walk(self, path: str, follow: bool = True) -> Iterator[_Walk]:
         """Resolve `path` (image-absolute) as chroot would; yields the final component, fds closed after."""
         self.check_time()
-        todo = deque(_split(path))
-        stack: list[tuple[str, int]] = []
-        hops = 0
-        absolute_link: str | None = None
-
-        def cur() -> int:
-            return stack[-1][1] if stack else self.root_fd
-
-        def here(name: str) -> str:
-            return "/" + "/".join([n for n, _ in stack] + [name])
-
+        look = _Lookup(path, deque(_split(path)), self.root_fd)
         try:
-            while True:
-                if not todo:  # the lookup ended on a directory already walked (the root, `..`, a link to one)
-                    yield _Walk(cur(), ".", os.stat(".", dir_fd=cur()), [n for n, _ in stack])
-                    return
-                comp = todo.popleft()
-                if comp == "..":
-                    if stack:
-                        os.close(stack.pop()[1])
-                    elif hops:
-                        self.note("escape", path, "a symbolic link climbs above the image root with '..' "
-                                  "(clamped at the root as chroot would; nothing outside was read)")
-                    continue
-                last = not todo
-                try:
-                    st = os.stat(comp, dir_fd=cur(), follow_symlinks=False)
-                except FileNotFoundError:
-                    if absolute_link:
-                        self.note("escape", path, f"symbolic link {absolute_link} leads out of the image (target "
-                                  "not in the image; resolved as chroot would, never followed outside)")
-                    yield _Walk(cur(), comp, None, [n for n, _ in stack])
-                    return
-                except NotADirectoryError:
-                    yield _Walk(cur(), comp, None, [n for n, _ in stack])
-                    return
-                if stat.S_ISLNK(st.st_mode) and (follow or not last):
-                    hops += 1
-                    if hops > MAX_LINKS:
-                        self.note("refused", path, f"more than {MAX_LINKS} symbolic links (a loop?)")
-                        raise ImageFSError(errno.ELOOP, "too many levels of symbolic links", path)
-                    target = os.readlink(comp, dir_fd=cur())
-                    if target.startswith("/"):
-                        absolute_link = f"{here(comp)} -> {target}"
-                        for _, fd in stack:
-                            os.close(fd)
-                        stack = []
-                    todo.extendleft(reversed(_split(target)))
-                    continue
-                if self.foreign and stat.S_ISDIR(st.st_mode):
-                    where = os.path.join(self.real_root, *[n for n, _ in stack], comp)
-                    if where in self.foreign:
-                        self.note("refused", path, f"{self.foreign[where]} ({here(comp)}); only the image's own "
-                                  "filesystems are read")
-                        yield _Walk(cur(), comp, None, [n for n, _ in stack])
-                        return
-                if last:
-                    yield _Walk(cur(), comp, st, [n for n, _ in stack])
-                    return
-                if not stat.S_ISDIR(st.st_mode):
-                    yield _Walk(cur(), comp, None, [n for n, _ in stack])
-                    return
-                stack.append((comp, os.open(comp, _DIR, dir_fd=cur())))
+            found = None
+            while found is None:
+                found = self._step(look, follow)
+            yield found
         finally:
-            for _, fd in stack:
-                os.close(fd)
+            look.close_all()
+
+    def _step(self, look: _Lookup, follow: bool) -> _Walk | None:
+        """One component of a lookup: the lookup's end, or None when it goes on (a directory entered,
+        `..` climbed, a symbolic link's target queued)."""
+        if not look.todo:  # the lookup ended on a directory already walked (the root, `..`, a link to one)
+            return look.end(".", os.stat(".", dir_fd=look.cur()))
+        comp = look.todo.popleft()
+        if comp == "..":
+            if look.stack:
+                os.close(look.stack.pop()[1])
+            elif look.hops:
+                self.note("escape", look.path, "a symbolic link climbs above the image root with '..' "
+                          "(clamped at the root as chroot would; nothing outside was read)")
+            return None
+        last = not look.todo
+        try:
+            st = os.stat(comp, dir_fd=look.cur(), follow_symlinks=False)
+        except FileNotFoundError:
+            if look.absolute_link:
+                self.note("escape", look.path, f"symbolic link {look.absolute_link} leads out of the image "
+                          "(target not in the image; resolved as chroot would, never followed outside)")
+            return look.end(comp, None)
+        except NotADirectoryError:
+            return look.end(comp, None)
+        if stat.S_ISLNK(st.st_mode) and (follow or not last):
+            self._follow_link(look, comp)
+            return None
+        if self.foreign and stat.S_ISDIR(st.st_mode):
+            where = os.path.join(self.real_root, *look.names(), comp)
+            if where in self.foreign:
+                self.note("refused", look.path, f"{self.foreign[where]} ({look.here(comp)}); only the image's "
+                          "own filesystems are read")
+                return look.end(comp, None)
+        if last:
+            return look.end(comp, st)
+        if not stat.S_ISDIR(st.st_mode):
+            return look.end(comp, None)
+        look.stack.append((comp, os.open(comp, _DIR, dir_fd=look.cur())))
+        return None
+
+    def _follow_link(self, look: _Lookup, comp: str) -> None:
+        """Queue a symbolic link's target in place of `comp`; an absolute one restarts at the image root."""
+        look.hops += 1
+        if look.hops > MAX_LINKS:
+            self.note("refused", look.path, f"more than {MAX_LINKS} symbolic links (a loop?)")
+            raise ImageFSError(errno.ELOOP, "too many levels of symbolic links", look.path)
+        target = os.readlink(comp, dir_fd=look.cur())
+        if target.startswith("/"):
+            look.absolute_link = f"{look.here(comp)} -> {target}"
+            look.close_all()
+        look.todo.extendleft(reversed(_split(target)))
 
     def lstat(self, path: str) -> os.stat_result | None:
         """The final component itself (a link is not followed); parents are resolved inside the root."""
