@@ -71,6 +71,22 @@ def read_bounded(path: str | Path, limit: int) -> bytes:
         os.close(fd)
 
 
+def read_ahead(path: str) -> None:
+    """Ask the kernel to start reading `path` now, so that files read one after another arrive from disk
+    while the one before is parsed. A hint only: anything that goes wrong is left to the read that follows
+    (read_bounded), which names it; a FIFO is opened non-blocking and never read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):  # missing, unreadable, a NUL in the name
+        return
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+    except OSError:  # not a regular file, or a filesystem that takes no advice
+        pass
+    finally:
+        os.close(fd)
+
+
 def decode_utf8(data: bytes, path: str) -> str:
     """UTF-8 text; invalid bytes are an InputError at their line."""
     try:
