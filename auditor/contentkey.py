@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -30,20 +30,34 @@ class Shared:
     def __init__(self, limit: int = 1 << 16):
         self._limit = limit
         self._held: dict[bytes, Any] = {}
+        self._strings: dict[str, str] = {}  # a string is its own key: no digest needed to tell it apart
 
     def one(self, value: T) -> T:
         """`value`, or the equal value held for it (dicts, lists and strings; anything else as it is)."""
-        if type(value) not in (dict, list, str):
+        got: Any = value
+        kind = type(got)
+        if kind is str:
+            return self._string(got)  # type: ignore[return-value]  # T is str here
+        if kind is not dict and kind is not list:
             return value
-        key = content_digest(value)
+        key = content_digest(got)
         if key is None:
             return value
         held = self._held.get(key)
         if held is not None:
-            return cast(T, held)
+            return held  # type: ignore[no-any-return]  # equal content: the same type
         if len(self._held) >= self._limit:
             self._held.clear()
-        self._held[key] = value
+        self._held[key] = got
+        return value
+
+    def _string(self, value: str) -> str:
+        held = self._strings.get(value)
+        if held is not None:
+            return held
+        if len(self._strings) >= self._limit:
+            self._strings.clear()
+        self._strings[value] = value
         return value
 
     def keys(self, record: Any) -> Any:
@@ -51,7 +65,12 @@ class Shared:
         if type(record) is not dict:
             return record
         held = self.one(record)
-        return held if held is not record else {self.one(k): v for k, v in record.items()}
+        if held is not record:
+            return held
+        strings = self._strings
+        if len(strings) + len(record) > self._limit:
+            strings.clear()
+        return {strings.setdefault(k, k) if type(k) is str else k: v for k, v in record.items()}
 
     def fields(self, record: dict[str, Any] | None, names: tuple[str, ...]) -> None:
         """`record`'s values under `names` replaced, in place, by the equal values held."""

@@ -44,6 +44,11 @@ def test_the_table_is_bounded_and_starts_over() -> None:
     assert len(shared._held) <= 3
     assert shared.one({"n": 9}) is values[9]  # still held: the latest ones
     assert shared.one({"n": 0}) is not values[0]  # let go when the table started over
+    names = ["".join(["unit-", str(i)]) for i in range(10)]  # strings: their own table, bounded alike
+    for name in names:
+        assert shared.one(name) is name
+    assert len(shared._strings) <= 3 and shared.one("".join(["unit-", "9"])) is names[9]
+    assert shared.one("".join(["unit-", "0"])) is not names[0]
 
 
 def _hosts(n: int) -> list[HostResult]:
