@@ -14,6 +14,7 @@ from typing import Any
 
 from . import REPORT_SCHEMA, __version__
 from .errors import InputError
+from .facttypes import SystemdUnitsRow
 from .jsonload import json_pointer, load_json_file
 from .models import SEVERITIES, DriftItem, Finding, HostResult, Report
 from .schemacheck import FastCheck
@@ -42,6 +43,7 @@ def facts_summary(snap: Snapshot) -> dict[str, Any]:
     facts = snap.get("facts") or {}
     host = snap.get("host") or {}
     memory = (facts.get("cgroups") or {}).get("memory") or {}
+    units = [u for u in (facts.get("systemd") or {}).get("units") or [] if isinstance(u, dict)]
     return {
         "hostname": host.get("hostname"),
         "instance_id": host.get("instance_id"),
@@ -51,15 +53,14 @@ def facts_summary(snap: Snapshot) -> dict[str, Any]:
         "kernel": (facts.get("kernel") or {}).get("release"),
         "dying_memcgs": memory.get("dying"),
         "enabled_units": len((facts.get("systemd") or {}).get("enabled_units") or []),
-        "restarts": _restarts(facts),
-        "unit_restarts": _unit_restarts(facts),
+        "restarts": _restarts(units),
+        "unit_restarts": _unit_restarts(units),
         "cpu": _cpu(facts),
     }
 
 
-def _restarts(facts: Facts) -> int | None:
+def _restarts(units: list[SystemdUnitsRow]) -> int | None:
     """Unit restarts this boot, summed over the host's units (None when systemd gave no units)."""
-    units = [u for u in (facts.get("systemd") or {}).get("units") or [] if isinstance(u, dict)]
     counts = [n for u in units if isinstance(n := u.get("restarts"), int)]
     return sum(counts) if units else None
 
@@ -67,10 +68,9 @@ def _restarts(facts: Facts) -> int | None:
 UNIT_RESTARTS_MAX = 20
 
 
-def _unit_restarts(facts: Facts) -> dict[str, int]:
+def _unit_restarts(units: list[SystemdUnitsRow]) -> dict[str, int]:
     """Restarts this boot of the units that restarted (the most first, at most 20): the history store keeps
     this summary per scan, so `history report` draws restarts per unit without inflating snapshots."""
-    units = [u for u in (facts.get("systemd") or {}).get("units") or [] if isinstance(u, dict)]
     counts = [(name, n) for u in units if isinstance(name := u.get("name"), str)
               and type(n := u.get("restarts")) is int and n > 0]
     return dict(sorted(counts, key=lambda nc: (-nc[1], nc[0]))[:UNIT_RESTARTS_MAX])
