@@ -94,11 +94,12 @@ def render(doc: dict[str, Any]) -> str:
     strips, strips_hidden = pics.cpu_strips(doc)
     pictures = {"chains": pics.chain_pictures(doc, chains), "cpu": strips, "cpu_hidden": strips_hidden,
                 "bars": pics.bar_charts(doc)}
+    findings = view.finding_groups(doc)
     return environment().get_template(TEMPLATE).render(
         doc=doc, summary=doc["summary"], comparison=doc.get("comparison") or {},
-        culprit=view.culprit(doc), pictures=pictures,
+        culprit=view.culprit(doc, findings), pictures=pictures,
         symptom_top=view.symptom_top(doc), fsev=view.findings_by_severity(doc), by_group=view.hosts_by_group(doc),
-        heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc), findings=view.finding_groups(doc),
+        heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc), findings=findings,
         drift=view.drift_groups(doc), classes=shown, hidden_classes=len(classes) - len(shown),
         hidden_hosts=sum(len(c.hosts) for c in classes[len(shown):]),
         rank={s: severity_rank(s) for s in SEVERITIES}, css=css, js=js, csp=csp,

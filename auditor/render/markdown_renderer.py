@@ -84,11 +84,12 @@ def environment() -> Environment:
 def render(doc: dict[str, Any]) -> str:
     summary = doc["summary"]
     fsev = ", ".join(f"{n} {s}" for s, n in view.findings_by_severity(doc) if n) or "none"
+    findings = view.finding_groups(doc)
     text = environment().get_template(TEMPLATE).render(
-        doc=doc, summary=summary, comparison=doc.get("comparison") or {}, culprit=view.culprit(doc),
+        doc=doc, summary=summary, comparison=doc.get("comparison") or {}, culprit=view.culprit(doc, findings),
         symptom_top=view.symptom_top(doc),
         by_status=", ".join(f"{n} {s}" for s, n in summary["by_status"].items()), fsev=fsev,
-        findings=view.finding_groups(doc), heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc),
+        findings=findings, heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc),
         drift=view.drift_groups(doc), unreached=[h for h in doc["hosts"] if h["status"] != "ok"], top=TOP,
         since_text=view.since_text,
     )

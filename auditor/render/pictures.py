@@ -262,29 +262,31 @@ class BarChart:
 def bar_charts(doc: Doc) -> list[BarChart]:
     """Per group, a chart per measure (the group's charts side by side); one scale per measure over the fleet."""
     key = view.group_key(doc)
-    measured: dict[str, tuple[list[tuple[str, str, float]], float, float]] = {}
+    measured: dict[str, tuple[dict[str, list[tuple[str, float]]], float, float]] = {}  # by group, median, top
     unknown: dict[tuple[str, str], list[str]] = {}  # (group, measure) → hosts without the value (not reached)
     for measure, _ in MEASURES:
         values = [(view.host_group(h, key), str(h["name"]), (h.get("facts_summary") or {}).get(measure))
                   for h in doc["hosts"]]
-        known = [(g, n, float(v)) for g, n, v in values if v is not None and _count(v)]
+        known: dict[str, list[tuple[str, float]]] = {}
         for g, n, v in values:
-            if not _count(v):
+            if v is not None and _count(v):
+                known.setdefault(g, []).append((n, float(v)))
+            else:
                 unknown.setdefault((g, measure), []).append(n)
-        if known and any(v for _, _, v in known):
-            measured[measure] = (known, statistics.median(v for _, _, v in known),
-                                 max(v for _, _, v in known) or 1.0)
+        every = [v for rows in known.values() for _, v in rows]
+        if any(every):
+            measured[measure] = (known, statistics.median(every), max(every) or 1.0)
     charts: list[BarChart] = []
     for group in view.groups(doc):
         for measure, words in MEASURES:
             if measure not in measured:
                 continue
-            known, median, top = measured[measure]
-            rows = sorted(((n, v) for g, n, v in known if g == group), key=lambda nv: (-nv[1], nv[0]))
-            if not rows:
+            by_group, median, top = measured[measure]
+            in_group = by_group.get(group) or []
+            if not in_group:
                 continue
-            hidden = len(rows) - MAX_BARS
-            rows = rows[:MAX_BARS]
+            hidden = len(in_group) - MAX_BARS  # the largest drawn: sorted(...)[:MAX_BARS], without the sort
+            rows = heapq.nsmallest(MAX_BARS, in_group, key=lambda nv: (-nv[1], nv[0]))
             body = []
             marked = []
             for i, (name, value) in enumerate(rows):

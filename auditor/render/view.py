@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -297,10 +297,19 @@ def host_classes(doc: Doc) -> list[HostClass]:
     for d in doc.get("drift") or []:
         drift[d["host"]].add((d["severity"], d["path"], d["kind"], *drift_values(d)))
     classes: dict[tuple, HostClass] = {}
+    in_order: dict[frozenset, tuple] = {}  # hosts of one class have the same sets: each is sorted once
+
+    def ordered(keys: set, order: Callable[[tuple], tuple]) -> tuple:
+        frozen = frozenset(keys)
+        got = in_order.get(frozen)
+        if got is None:
+            got = in_order[frozen] = tuple(sorted(keys, key=order))
+        return got
+
     for host in doc["hosts"]:
         name = host["name"]
-        f_keys = tuple(sorted(findings[name], key=lambda k: (-severity_rank(k[0]), k[1], k[2] or "")))
-        d_keys = tuple(sorted(drift[name], key=lambda k: (-severity_rank(k[0]), k[1])))
+        f_keys = ordered(findings[name], lambda k: (-severity_rank(k[0]), k[1], k[2] or ""))
+        d_keys = ordered(drift[name], lambda k: (-severity_rank(k[0]), k[1]))
         errors = tuple(sorted(host.get("collector_errors") or {}))
         signature = (host["status"], host_group(host, key), f_keys, d_keys, errors)
         cls = classes.get(signature)
@@ -334,10 +343,11 @@ class Culprit:
     chains: list[ChainGroup] = field(default_factory=list)
 
 
-def culprit(doc: Doc) -> Culprit:
-    """The top split, the worst unwaived finding and the hosts not reached: the on-call's first look."""
+def culprit(doc: Doc, groups: list[FindingGroup] | None = None) -> Culprit:
+    """The top split, the worst unwaived finding and the hosts not reached: the on-call's first look.
+    `groups`: the report's finding_groups when the caller has them already."""
     rows = heatmap(doc)
-    active = [g for g in finding_groups(doc) if not g.waived]
+    active = [g for g in (finding_groups(doc) if groups is None else groups) if not g.waived]
     unreached = [h["name"] for h in doc["hosts"] if h["status"] != "ok"]
     code = doc["summary"].get("exit_code", 0)
     verdict = {0: "pass", 1: "fail", 3: "incomplete"}.get(code, "fail")
