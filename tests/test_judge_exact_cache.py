@@ -12,12 +12,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
 from jmespath.visitor import TreeInterpreter
 
 from auditor.judge.engine import Judge
 from auditor.judge.functions import OPTIONS
-from auditor.judge.rowmemo import row_fields
+from auditor.judge.rowmemo import RowMemoInterpreter, row_fields
 from auditor.judge.rules import load_rules
+from tests.fuzz import fuzz_settings
 from tests.test_rules_builtin import recorded
 
 TRICKY_PACK = """\
@@ -218,3 +221,37 @@ def test_a_rule_that_misses_on_every_host_stops_being_cached_and_still_judges_ri
     for i in (0, engine._PROBATION - 1, engine._PROBATION, len(hosts) - 1):  # before, at and after the switch
         assert got[i] == _reference(ruleset, hosts[i]), hosts[i]["name"]
     assert any(f["rule"] == "systemd.unit-crash-looping" for f in got[-1])  # the rule really fires on them
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.0, -0.0, 1.0, 2.5]),
+                     st.sampled_from(["a", "b", "auto-restart"]))
+_ROWS = st.one_of(
+    st.fixed_dictionaries({"restarts": _SCALARS, "sub_state": _SCALARS}, optional={"name": _SCALARS}),
+    st.fixed_dictionaries({}, optional={"restarts": _SCALARS, "sub_state": _SCALARS}),  # lacking a field
+    _SCALARS, st.lists(_SCALARS, max_size=2),  # rows that are no object
+    st.fixed_dictionaries({"restarts": st.lists(_SCALARS, max_size=2), "sub_state": st.just({"x": [1]})}),
+)
+_FILTERS = ("restarts >= `1` || sub_state == 'auto-restart'", "restarts == `1`", "sub_state", "!restarts",
+            "@ == `1`", "restarts == `true`")
+
+
+@fuzz_settings(300)
+@given(st.lists(st.lists(_ROWS, max_size=6), min_size=1, max_size=5))
+def test_remembered_verdicts_equal_jmespaths_whatever_the_rows(batches: list[list[Any]]) -> None:
+    """Rows keyed in C (all objects holding every field read) and row by row (a row lacking a field or no
+    object) share one memo: for any mix, in any order, each filter gives what jmespath's own interpreter
+    gives (true, 1 and 1.0 told apart; -0.0 and 0.0 too, by their bytes)."""
+    import jmespath
+
+    def outcome(interp: TreeInterpreter, parsed: Any, rows: list[Any]) -> Any:
+        try:
+            return interp.visit(parsed, {"x": rows})
+        except TypeError as exc:  # jmespath refuses `"a" >= 1`: the judge names that rule's error
+            return ("error", str(exc))
+
+    memo = RowMemoInterpreter(OPTIONS)
+    fresh = TreeInterpreter(OPTIONS)
+    for expr in _FILTERS:
+        parsed = jmespath.compile(f"x[?{expr}]").parsed
+        for rows in batches + batches[::-1]:
+            assert repr(outcome(memo, parsed, rows)) == repr(outcome(fresh, parsed, rows)), (expr, rows)
