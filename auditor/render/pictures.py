@@ -279,12 +279,9 @@ def bar_charts(doc: Doc) -> list[BarChart]:
     charts: list[BarChart] = []
     for group in view.groups(doc):
         for measure, words in MEASURES:
-            if measure not in measured:
+            if measure not in measured or not (in_group := measured[measure][0].get(group)):
                 continue
-            by_group, median, top = measured[measure]
-            in_group = by_group.get(group) or []
-            if not in_group:
-                continue
+            _, median, top = measured[measure]
             hidden = len(in_group) - MAX_BARS  # the largest drawn: sorted(...)[:MAX_BARS], without the sort
             rows = heapq.nsmallest(MAX_BARS, in_group, key=lambda nv: (-nv[1], nv[0]))
             body = []

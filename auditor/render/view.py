@@ -301,10 +301,9 @@ def host_classes(doc: Doc) -> list[HostClass]:
 
     def ordered(keys: set, order: Callable[[tuple], tuple]) -> tuple:
         frozen = frozenset(keys)
-        got = in_order.get(frozen)
-        if got is None:
-            got = in_order[frozen] = tuple(sorted(keys, key=order))
-        return got
+        if frozen not in in_order:
+            in_order[frozen] = tuple(sorted(keys, key=order))
+        return in_order[frozen]
 
     for host in doc["hosts"]:
         name = host["name"]
