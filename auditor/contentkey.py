@@ -67,10 +67,7 @@ class Shared:
         held = self.one(record)
         if held is not record:
             return held
-        strings = self._strings
-        if len(strings) + len(record) > self._limit:
-            strings.clear()
-        return {strings.setdefault(k, k) if type(k) is str else k: v for k, v in record.items()}
+        return {self._string(k) if type(k) is str else k: v for k, v in record.items()}
 
     def fields(self, record: dict[str, Any] | None, names: tuple[str, ...]) -> None:
         """`record`'s values under `names` replaced, in place, by the equal values held."""
