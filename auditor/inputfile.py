@@ -71,16 +71,17 @@ def read_bounded(path: str | Path, limit: int) -> bytes:
         os.close(fd)
 
 
-def read_ahead(path: str) -> None:
+def read_ahead(path: str, limit: int = MAX_JSON_BYTES) -> None:
     """Ask the kernel to start reading `path` now, so that files read one after another arrive from disk
-    while the one before is parsed. A hint only: anything that goes wrong is left to the read that follows
-    (read_bounded), which names it; a FIFO is opened non-blocking and never read."""
+    while the one before is parsed: its first `limit` + 1 bytes, as much as read_bounded may read (a
+    hint for the whole file would pull a huge one into the page cache). A hint only: anything that goes
+    wrong is left to the read that follows, which names it; a FIFO is opened non-blocking and never read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):  # missing, unreadable, a NUL in the name
         return
     try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+        os.posix_fadvise(fd, 0, limit + 1, os.POSIX_FADV_WILLNEED)
     except OSError:  # not a regular file, or a filesystem that takes no advice
         pass
     finally:

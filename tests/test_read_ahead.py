@@ -23,10 +23,7 @@ def _resident_pages(path: Path) -> int:
     return int(done.stdout.split()[0])
 
 
-@pytest.mark.skipif(shutil.which("fincore") is None, reason="util-linux fincore is not installed")
-def test_a_file_out_of_the_page_cache_is_brought_in_by_the_hint(tmp_path: Path) -> None:
-    path = tmp_path / "h0001.json"
-    path.write_bytes(b'{"name": "h0001"}' + b" " * (256 << 10))
+def _drop_from_cache(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -35,12 +32,35 @@ def test_a_file_out_of_the_page_cache_is_brought_in_by_the_hint(tmp_path: Path) 
         os.close(fd)
     if _resident_pages(path):
         pytest.skip("this filesystem keeps the file's pages (tmpfs): nothing to read ahead")
+
+
+@pytest.mark.skipif(shutil.which("fincore") is None, reason="util-linux fincore is not installed")
+def test_a_file_out_of_the_page_cache_is_brought_in_by_the_hint(tmp_path: Path) -> None:
+    path = tmp_path / "h0001.json"
+    path.write_bytes(b'{"name": "h0001"}' + b" " * (256 << 10))
+    _drop_from_cache(path)
     read_ahead(str(path))
     waited = 0.0
     while not _resident_pages(path) and waited < 30:
         time.sleep(0.05)
         waited += 0.05
     assert _resident_pages(path) > 0
+
+
+@pytest.mark.skipif(shutil.which("fincore") is None, reason="util-linux fincore is not installed")
+def test_the_hint_asks_for_no_more_than_the_read_may_take(tmp_path: Path) -> None:
+    """A file over the read's limit is refused by the read; its hint must not pull all of it from disk."""
+    path = tmp_path / "huge.json"
+    path.write_bytes(os.urandom(4 << 20))
+    _drop_from_cache(path)
+    read_ahead(str(path), limit=(64 << 10) - 1)
+    waited = 0.0
+    while not _resident_pages(path) and waited < 30:
+        time.sleep(0.05)
+        waited += 0.05
+    time.sleep(0.2)  # let any further readahead land
+    page = os.sysconf("SC_PAGE_SIZE")  # 64 KiB asked for; a kernel may round its readahead up, never to 4 MiB
+    assert 0 < _resident_pages(path) <= 4 * (64 << 10) // page < (4 << 20) // page
 
 
 def test_the_hint_never_blocks_or_raises_whatever_the_file_is(tmp_path: Path) -> None:
