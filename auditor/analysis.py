@@ -32,7 +32,7 @@ from .options import AnalyzeOptions
 from .render import stage as render_stage
 from .render.stage import RenderPlan
 from .render.terminal import host_line
-from .reportdoc import report_to_dict
+from .reportdoc import let_go, report_to_dict
 
 MAX_JOBS = 64
 
@@ -103,9 +103,11 @@ def _analyze(plan: AnalyzePlan, env: Env) -> int:
         for host in report.hosts:
             if host.status != "ok":
                 term.out_styled(host_line(host))
+        told = render_stage.tell(report) if not term.quiet else []
         # the document, made once for the files and the store (not at all with neither)
         doc = report_to_dict(report) if render_stage.writes(plan.render) or session is not None else None
         if doc is not None:
+            let_go(report)
             render_stage.write(plan.render, doc, env)
         rows = history_stage.pending(session, core.extras(), core.spare())
         not_recorded = history_stage.finish(session, doc, rows, now_iso()) \
@@ -118,7 +120,7 @@ def _analyze(plan: AnalyzePlan, env: Env) -> int:
     if not_recorded:  # the reports are written; incomplete unless findings fail
         env.err(f"ami-auditor: error: {not_recorded}")
         report.exit_code = exitcodes.combine(report.exit_code == exitcodes.FINDINGS, True)
-    render_stage.summarize(report, term)
+    render_stage.show(told, report.exit_code, term)
     if session is not None and not not_recorded:
         term.out(f"recorded as scan {session.scan_id} in {session.path}")
     return report.exit_code

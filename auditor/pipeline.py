@@ -47,7 +47,7 @@ from .options import ScanOptions, TargetOptions
 from .render import stage as render_stage
 from .render.stage import RenderPlan
 from .render.terminal import host_line, progress_printer
-from .reportdoc import report_to_dict
+from .reportdoc import let_go, report_to_dict
 from .targets.resolve import check_host_keys, resolve_specs
 
 Line = list[tuple[str, str | None]]  # a host's summary line in styled pieces (render/terminal.py)
@@ -138,7 +138,9 @@ def scan(opts: ScanOptions, env: Env) -> int:
             history_stage.add_series(session, report)  # each host's earlier numbers, for the trend pictures
             for line in lines:
                 term.out_styled(line)
+            told = render_stage.tell(report) if not term.quiet else []
             doc = report_to_dict(report)  # once: the files, the store and the alerts read the same document
+            let_go(report)
             try:
                 render(plan.render, doc, env)
             except OutputError as exc:  # a full or read-only disk: the store still keeps the results
@@ -154,7 +156,7 @@ def scan(opts: ScanOptions, env: Env) -> int:
         if not_recorded:  # the results are kept (reports written, summary, notify); incomplete unless findings fail
             env.err(f"ami-auditor: error: {not_recorded}")
             report.exit_code = exitcodes.combine(report.exit_code == exitcodes.FINDINGS, True)
-        render_stage.summarize(report, term)
+        render_stage.show(told, report.exit_code, term)
         if session is not None and not not_recorded:
             term.out(f"recorded as scan {session.scan_id} in {session.path}")
         notify_stage.apply(plan.notify, doc, term)  # last: never changes the exit code or what was written

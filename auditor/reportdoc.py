@@ -129,6 +129,14 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     }
 
 
+def let_go(report: Report) -> None:
+    """Once its document is made, the report's finding and drift objects are the document's rows: the run
+    lets go of them (~0.7 KB per host, held beside the rows while the reports are written). What the run
+    still needs of the report (hosts, exit code, the told summary) stays."""
+    report.findings = []
+    report.drift = []
+
+
 _FINDING_FIELDS = tuple(f.name for f in fields(Finding) if f.name != "link")
 _DRIFT_FIELDS = tuple(f.name for f in fields(DriftItem))
 

@@ -244,3 +244,43 @@ def test_sigterm_stops_the_analysis_and_its_workers(tmp_path: Path) -> None:
              and Path(f"/proc/{c}/stat").read_text().split()[2] != "Z"]
     assert alive == [], "workers left running"
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_the_report_lets_go_of_its_findings_before_the_reports_are_written(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the document is made its rows are the findings: while the reports are written no host's Finding
+    or DriftItem object is left (only the judge's shared "could not be evaluated" templates, host ""), and
+    the terminal summary, told before, still counts them all."""
+    import gc
+
+    from auditor.models import DriftItem, Finding
+    from auditor.render import stage as render_stage
+
+    snaps = _fleet(12)
+    d = _write(snaps, tmp_path / "snaps")
+    baseline = tmp_path / "golden.yaml"
+    subprocess.run([sys.executable, "-m", "auditor.cli", "baseline", "capture", "--snapshot",
+                    str(FLEET / "golden.json"), "-o", str(baseline)], cwd=REPO, capture_output=True, text=True,
+                   check=True)
+    opts = _options([d], tmp_path, jobs=1, group_by="az", baseline=str(baseline))
+    names = {s["name"] for s in snaps}
+    alive: list[int] = []
+    write = render_stage.write
+
+    def counting(plan: Any, doc: dict[str, Any], env: Any = None) -> None:
+        assert doc["findings"] and doc["drift"]
+        alive.append(sum(1 for o in gc.get_objects()
+                         if isinstance(o, (Finding, DriftItem)) and o.host in names))
+        write(plan, doc, env)
+
+    monkeypatch.setattr(render_stage, "write", counting)
+    out = io.StringIO()
+    code = analysis.analyze(opts, Env(out, io.StringIO()))
+    doc = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert alive == [0]
+    summary = out.getvalue()
+    for severity in ("critical", "high", "medium", "low", "info"):
+        count = sum(1 for f in doc["findings"] if not f["waived"] and f["severity"] == severity)
+        assert f"{count} {severity}" in summary
+    assert f"drift: {len(doc['drift'])}" in summary and f"exit code {code}" in summary
+    assert f"waived: {sum(f['waived'] for f in doc['findings'])}" in summary

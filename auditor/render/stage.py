@@ -88,14 +88,24 @@ def write(plan: RenderPlan, doc: dict, env: Env | None = None) -> None:
         env.write(text if text.endswith("\n") else text + "\n")
 
 
+Told = list[str | list[tuple[str, str | None]]]  # the summary's lines: plain, or (text, style) pieces
+
+
 def summarize(report: Report, env: Env) -> None:
-    """A concise terminal summary: counts, the headline chains, splits and symptom, then grouped findings and
-    notes (host text escaped)."""
+    """A concise terminal summary: counts, the headline chains, splits and symptom, then grouped findings,
+    notes and the exit code (host text escaped)."""
+    show(tell(report), report.exit_code, env)
+
+
+def tell(report: Report) -> Told:
+    """The summary's lines but the exit code: told once the report is made, so a run can let go of the
+    report's findings (the document holds them) before it writes, and show the lines at its end."""
+    told: Told = []
     active = [f for f in report.findings if not f.waived]
     counts = ", ".join(f"{sum(f.severity == s for f in active)} {s}" for s in SEVERITIES)
     reached = sum(h.status == "ok" for h in report.hosts)
-    env.out(f"\n{reached}/{len(report.hosts)} hosts reached; findings: {counts}; "
-            f"waived: {sum(f.waived for f in report.findings)}; drift: {len(report.drift)}")
+    told.append(f"\n{reached}/{len(report.hosts)} hosts reached; findings: {counts}; "
+                f"waived: {sum(f.waived for f in report.findings)}; drift: {len(report.drift)}")
     groups: dict[tuple, list[dict]] = {}
     for chain in report.chains:  # one line per distinct chain (same rules), told with its first host's numbers
         groups.setdefault(tuple(link["rule"] for link in chain["links"]), []).append(chain)
@@ -103,31 +113,43 @@ def summarize(report: Report, env: Env) -> None:
         first, others = same[0], [c["host"] for c in same[1:]]
         partial = " (partial)" if first["partial"] else ""
         more = f" (same chain on {len(others)} more host{'s' if len(others) != 1 else ''})" if others else ""
-        env.out(f"  chain on {one_line(first['host'])}{partial}: {one_line(first['text'])}{more}")
+        told.append(f"  chain on {one_line(first['host'])}{partial}: {one_line(first['text'])}{more}")
     for split in ((report.comparison or {}).get("splits") or [])[:5]:
-        env.out(f"  split by {one_line(split['group_by'])}: {one_line(split['path'])} (score {split['score']:.2f})")
+        told.append(f"  split by {one_line(split['group_by'])}: {one_line(split['path'])} "
+                    f"(score {split['score']:.2f})")
     ranked = (report.symptom or {}).get("ranked") or []
     if ranked and report.symptom:
         top = ranked[0]
         why = {"subject": ", the symptom's own subject",
                "upstream": ", upstream in its chain"}.get(top.get("relation") or "", "")
-        env.out(f"  symptom {one_line(report.symptom['symptom'])} goes with {one_line(top['path'])} = "
-                f"{one_line(top.get('value', ''))} (score {view.score(top['score'])}, "
-                f"p={view.p_value(top.get('p_value'))}{why})")
-    _findings(report, env)
-    for note in report.notes:
-        env.out(f"  note: {one_line(note)}")
-    env.out(f"exit code {report.exit_code}")
+        told.append(f"  symptom {one_line(report.symptom['symptom'])} goes with {one_line(top['path'])} = "
+                    f"{one_line(top.get('value', ''))} (score {view.score(top['score'])}, "
+                    f"p={view.p_value(top.get('p_value'))}{why})")
+    told.extend(_findings(report))
+    told.extend(f"  note: {one_line(note)}" for note in report.notes)
+    return told
 
 
-def _findings(report: Report, env: Env, limit: int = 15) -> None:
+def show(told: Told, exit_code: int, env: Env) -> None:
+    """Print what `tell` made, then the exit code."""
+    for line in told:
+        if isinstance(line, str):
+            env.out(line)
+        else:
+            env.out_styled(line)
+    env.out(f"exit code {exit_code}")
+
+
+def _findings(report: Report, limit: int = 15) -> Told:
     """Grouped findings (render/summary.py): cause first, then severity; at most `limit` lines."""
+    told: Told = []
     shown = summary.groups(report)
     for group in shown[:limit]:
         since = min((f.first_seen for f in group.findings if f.first_seen), default=None)
         when = f" ({since_text(since, report.generated_at)})" if since else ""
-        env.out_styled([("  ", None), (f"[{group.severity.upper():8}]", group.severity),
-                        (f" {group.who()}: {group.title()}{when}", None)])
+        told.append([("  ", None), (f"[{group.severity.upper():8}]", group.severity),
+                     (f" {group.who()}: {group.title()}{when}", None)])
     if len(shown) > limit:
         rest = sum(len(g.findings) for g in shown[limit:])
-        env.out(f"  … {len(shown) - limit} more ({rest} findings) in the report")
+        told.append(f"  … {len(shown) - limit} more ({rest} findings) in the report")
+    return told
