@@ -91,15 +91,10 @@ def write(plan: RenderPlan, doc: dict, env: Env | None = None) -> None:
 Told = list[str | list[tuple[str, str | None]]]  # the summary's lines: plain, or (text, style) pieces
 
 
-def summarize(report: Report, env: Env) -> None:
-    """A concise terminal summary: counts, the headline chains, splits and symptom, then grouped findings,
-    notes and the exit code (host text escaped)."""
-    show(tell(report), report.exit_code, env)
-
-
 def tell(report: Report) -> Told:
-    """The summary's lines but the exit code: told once the report is made, so a run can let go of the
-    report's findings (the document holds them) before it writes, and show the lines at its end."""
+    """A concise terminal summary: counts, the headline chains, splits and symptom, then grouped findings
+    and notes (host text escaped when shown). Told once the report is made, so a run can let go of the
+    report's findings (the document holds them) before it writes, and `show` the lines at its end."""
     told: Told = []
     active = [f for f in report.findings if not f.waived]
     counts = ", ".join(f"{sum(f.severity == s for f in active)} {s}" for s in SEVERITIES)
