@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomicio import check_writable_dir, write_files
-from ..context import Env
+from ..context import Env, Styled
 from ..errors import InputError
 from ..models import SEVERITIES, Report
 from ..options import RenderOptions
@@ -88,7 +88,7 @@ def write(plan: RenderPlan, doc: dict, env: Env | None = None) -> None:
         env.write(text if text.endswith("\n") else text + "\n")
 
 
-Told = list[str | list[tuple[str, str | None]]]  # the summary's lines: plain, or (text, style) pieces
+Told = list[str | Styled]  # the summary's lines: plain, or in styled pieces (context.Styled)
 
 
 def tell(report: Report) -> Told:
