@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TextIO
+from typing import Any, TextIO
 
 from .colour import enabled, paint
-from .textsafe import block
+from .textsafe import block, json_text
 
 Styled = Iterable[tuple[str, str | None]]  # (text, style name or None): one terminal line in pieces
 
@@ -50,6 +51,12 @@ class Env:
 
     def out(self, text: str = "") -> None:
         self.write(text + "\n")
+
+    def out_json(self, doc: Any, indent: int = 2, default: Any = None) -> None:
+        """One JSON document: unsafe characters as `\\uNNNN` escapes (json_text), never `\\xNN`, which
+        is not JSON; the same data, still parseable, inert on a terminal."""
+        self.write(json_text(json.dumps(doc, indent=indent, ensure_ascii=False, default=default)) + "\n",
+                   escape=False)
 
     def write(self, text: str, escape: bool = True) -> None:
         """Write to stdout, host text's control characters escaped (textsafe.block; out_styled escapes its

@@ -6,7 +6,6 @@ Exit 0 when they agree, 1 when they differ (like diff(1)), 2 on bad input, 3 whe
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -122,7 +121,7 @@ def run(args: argparse.Namespace, env: Env) -> int:
         notes = release_notes(diffs, safe_target(args.a, quote=False), safe_target(args.b, quote=False), skipped)
         env.out(render_release_notes(notes, args.format).rstrip("\n"))
     elif args.json:
-        env.out(json.dumps([asdict(d) for d in diffs], indent=2, default=list))
+        env.out_json([asdict(d) for d in diffs], default=list)
     else:
         for d in diffs:
             env.out(f"{d.kind:<8} [{d.severity}] {d.path}: {_show(d.expected)} → {_show(d.actual)}")

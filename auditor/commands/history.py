@@ -14,9 +14,9 @@ from ..history import charts, query, series, trends
 from ..history.conn import Store
 from ..history.db import DEFAULT_SHOWN, default_path, open_store
 from ..history.importer import import_folder
-from ..history.values import integer
+from ..history.values import INT_MAX, integer
 from ..snapshotdoc import Snapshot
-from ..textsafe import one_line
+from ..textsafe import json_text, one_line
 from .checks import bounded_int
 
 REPORT_FORMATS = ("html", "json")
@@ -86,7 +86,7 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
     finally:
         conn.close()
     if args.json:
-        env.out(json.dumps({"store": str(path), "scans": scans}, indent=2))
+        env.out_json({"store": str(path), "scans": scans})
         return 0
     env.out(f"{len(scans)} scans in {path}")
     env.out(f"{'id':>6} {'started':<21} {'state':<12} {'exit':>4} {'hosts':>6} {'findings':>8} {'drift':>6}  source")
@@ -109,12 +109,14 @@ def run_show(args: argparse.Namespace, env: Env) -> int:
             try:
                 scan_id = int(args.scan)
             except ValueError:
-                raise InputError(f"SCAN must be a scan id or `latest`, not {args.scan!r}") from None
+                scan_id = 0
+            if not 1 <= scan_id <= INT_MAX:  # SQLite's integers: a larger id cannot exist, nor bind
+                raise InputError(f"SCAN must be a scan id (1..{INT_MAX}) or `latest`, not {args.scan[:40]!r}")
         scan = query.get_scan(conn, scan_id, path)
     finally:
         conn.close()
     if args.json:
-        env.out(json.dumps(scan, indent=2, ensure_ascii=False))
+        env.out_json(scan)
         return 0
     env.out(f"scan {scan['id']}: {scan['state']}, started {one_line(scan['started_at'])}, "
             f"exit {_fmt(scan['exit_code'])}, "
@@ -168,9 +170,8 @@ def run_trend(args: argparse.Namespace, env: Env) -> int:
         for scan_id, _, name, value, _ in points:
             lines.setdefault(name, {})[scan_id] = value
     if args.json:
-        env.out(json.dumps({"fact": args.fact, "scans": scan_ids, "group_by": args.group_by,
-                            "series": {k: [v.get(s) for s in scan_ids] for k, v in sorted(lines.items())}},
-                           indent=2, ensure_ascii=False, default=str))
+        env.out_json({"fact": args.fact, "scans": scan_ids, "group_by": args.group_by,
+                      "series": {k: [v.get(s) for s in scan_ids] for k, v in sorted(lines.items())}}, default=str)
         return 0
     env.out(f"{one_line(args.fact)} over {len(scan_ids)} scans"
             + (f" ({scan_ids[0]} … {scan_ids[-1]})" if scan_ids else "")
@@ -193,7 +194,7 @@ def run_import(args: argparse.Namespace, env: Env) -> int:
         raise InputError("no such history directory", str(directory))
     added, skipped = import_folder(directory, path)
     if args.json:
-        env.out(json.dumps({"store": str(path), "imported": added, "skipped": skipped}, indent=2))
+        env.out_json({"store": str(path), "imported": added, "skipped": skipped})
     else:
         env.out(f"imported {len(added)} scans into {path}" + (f" ({len(skipped)} already there)" if skipped else ""))
     return 0
@@ -219,13 +220,13 @@ def run_report(args: argparse.Namespace, env: Env) -> int:
     finally:
         conn.close()
     if args.format == "json":
-        text = json.dumps({"schema": "ami-auditor/history-report/1", **doc}, indent=1, ensure_ascii=False)
+        text = json_text(json.dumps({"schema": "ami-auditor/history-report/1", **doc}, indent=1, ensure_ascii=False))
     else:
         from ..render import history_html  # jinja2 and the templates only for this command
 
         text = history_html.render(doc)
     if target is None:
-        env.write(text if text.endswith("\n") else text + "\n")
+        env.write(text if text.endswith("\n") else text + "\n", escape=args.format != "json")  # json_text made it inert
     else:
         write_text_atomic(target, text if text.endswith("\n") else text + "\n")
         env.err(f"wrote {target}")

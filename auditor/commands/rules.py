@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,7 +53,7 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
             write_listing(key, listing)  # unless a file changed while it was validated
     rows = listing.rows
     if args.json:
-        env.out(json.dumps(rows, indent=2))
+        env.out_json(rows)
         return 0
     width = max((len(r["id"]) for r in rows), default=10)
     for r in rows:
