@@ -15,7 +15,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import exitcodes
 from .collect.snapshot import now_iso
 from .compare import stage as compare_stage
 from .compare.stage import ComparePlan
@@ -29,10 +28,10 @@ from .history.stage import StorePlan
 from .judge import stage as judge_stage
 from .judge.stage import JudgePlan
 from .options import AnalyzeOptions
+from .pipeline import conclude, save
 from .render import stage as render_stage
 from .render.stage import RenderPlan
 from .render.terminal import host_line
-from .reportdoc import let_go, report_to_dict
 
 MAX_JOBS = 64
 
@@ -93,7 +92,7 @@ def analyze(opts: AnalyzeOptions, env: Env) -> int:
 
 def _analyze(plan: AnalyzePlan, env: Env) -> int:
     term = render_stage.terminal(plan.render, env)  # the summary: stdout, stderr or nowhere (--quiet)
-    session = history_stage.begin(plan.history, now_iso(), source="analyze")
+    session, not_recorded = history_stage.begin(plan.history, now_iso(), source="analyze")
     try:
         feed = history_stage.feed(session)
         core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=feed, keep=feed.keep)
@@ -103,24 +102,13 @@ def _analyze(plan: AnalyzePlan, env: Env) -> int:
         for host in report.hosts:
             if host.status != "ok":
                 term.out_styled(host_line(host))
-        told = render_stage.tell(report) if not term.quiet else []
-        # the document, made once for the files and the store (not at all with neither)
-        doc = report_to_dict(report) if render_stage.writes(plan.render) or session is not None else None
-        if doc is not None:
-            let_go(report)
-            render_stage.write(plan.render, doc, env)
-        rows = history_stage.pending(session, core.extras(), core.spare())
-        not_recorded = history_stage.finish(session, doc, rows, now_iso()) \
-            if session is not None and doc is not None else None
+        saved = save(core, report, session, plan.render, env, term, not_recorded, need_doc=False)
     except BaseException:
         history_stage.abandon(session)
         raise
     finally:
         history_stage.close(session)
-    if not_recorded:  # the reports are written; incomplete unless findings fail
-        env.err(f"ami-auditor: error: {not_recorded}")
-        report.exit_code = exitcodes.combine(report.exit_code == exitcodes.FINDINGS, True)
-    render_stage.show(told, report.exit_code, term)
-    if session is not None and not not_recorded:
-        term.out(f"recorded as scan {session.scan_id} in {session.path}")
-    return report.exit_code
+    code = conclude(saved, report, session, env, term)
+    if saved.unsaved is not None:
+        raise saved.unsaved  # exit 3: the reports were not saved (the previous set is unchanged)
+    return code

@@ -36,7 +36,6 @@ from .errors import OutputError
 from .evaluate.core import EvalPlan, Evaluation
 from .evaluate.gcpolicy import fleet_gc
 from .history import stage as history_stage
-from .history.feed import Pending
 from .history.stage import Session, StorePlan
 from .judge import stage as judge_stage
 from .judge.stage import JudgePlan
@@ -105,21 +104,46 @@ def evaluate(core: Evaluation, results: Iterator[tuple[int, HostResult]], lines_
     return [lines[i] for i in sorted(lines)]
 
 
-def render(plan: RenderPlan, doc: dict, env: Env) -> None:
-    """Write report.<ext> per format to --out (all rendered first; a renderer failing writes nothing), or
-    the one format to stdout."""
-    render_stage.write(plan, doc, env)
+@dataclass
+class Saved:
+    """What the end of a run kept: its document, the summary told, and what could not be kept."""
+
+    doc: dict | None  # None when nothing reads it (no report file, no store)
+    told: render_stage.Told
+    unsaved: OutputError | None  # the reports could not be written (a full or read-only disk)
+    not_recorded: str | None  # why the store did not take the run (locked, refused, never opened)
 
 
-def since(session: Session | None, report: Report) -> None:
-    """First-seen time of every finding and drift item; new, gone and resolved since the previous scan."""
-    history_stage.add_since(session, report)
+def save(core: Evaluation, report: Report, session: Session | None, plan: RenderPlan, env: Env, term: Env,
+         not_recorded: str | None, need_doc: bool = True) -> Saved:
+    """The summary told, the document made once (the files, the store and the alerts read the same one),
+    the reports written, then the run recorded: a report that cannot be written still leaves the results
+    in the store, and a store that refuses them still leaves the reports (scan and analyze alike)."""
+    told = render_stage.tell(report) if not term.quiet else []
+    doc = report_to_dict(report) if need_doc or render_stage.writes(plan) or session is not None else None
+    unsaved: OutputError | None = None
+    if doc is not None:
+        let_go(report)
+        try:
+            render_stage.write(plan, doc, env)
+        except OutputError as exc:
+            unsaved = exc
+        if session is not None:
+            rows = history_stage.pending(session, core.extras(), core.spare())
+            not_recorded = history_stage.finish(session, doc, rows, now_iso())
+    return Saved(doc, told, unsaved, not_recorded)
 
 
-def record(session: Session | None, doc: dict, rows: Pending) -> str | None:
-    """The report document, recorded in the store in one transaction (when there is a store); and why the
-    store refused it (locked, disk full, read-only: the results are kept, the exit code says incomplete)."""
-    return history_stage.finish(session, doc, rows, now_iso())
+def conclude(saved: Saved, report: Report, session: Session | None, env: Env, term: Env) -> int:
+    """The exit code once the store has answered (incomplete unless findings fail when it did not take
+    the run), the summary, and where the run was recorded."""
+    if saved.not_recorded:
+        env.err(f"ami-auditor: error: {saved.not_recorded}")
+        report.exit_code = exitcodes.combine(report.exit_code == exitcodes.FINDINGS, True)
+    render_stage.show(saved.told, report.exit_code, term)
+    if session is not None and not saved.not_recorded:
+        term.out(f"recorded as scan {session.scan_id} in {session.path}")
+    return report.exit_code
 
 
 def scan(opts: ScanOptions, env: Env) -> int:
@@ -127,39 +151,26 @@ def scan(opts: ScanOptions, env: Env) -> int:
     plan = prepare(opts)
     with fleet_gc():  # a run holding a fleet's results: collections skip them (evaluate/gcpolicy.py)
         term = render_stage.terminal(plan.render, env)  # the summary: stdout, stderr or nowhere (--quiet)
-        session = history_stage.begin(plan.history, now_iso())  # committed: a killed scan stays visible
+        session, not_recorded = history_stage.begin(plan.history, now_iso())  # a killed scan stays visible
         try:
             notes = list(plan.notes)
             feed = history_stage.feed(session)
             core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=feed, keep=feed.keep)
             lines = evaluate(core, collect(plan, term, notes), lines_wanted=not term.quiet)
             report = core.finish(now_iso(), notes)  # fleet rules, waivers, chains, drift, comparison, exit code
-            since(session, report)
+            history_stage.add_since(session, report)  # first-seen times; new, gone and resolved hosts
             history_stage.add_series(session, report)  # each host's earlier numbers, for the trend pictures
             for line in lines:
                 term.out_styled(line)
-            told = render_stage.tell(report) if not term.quiet else []
-            doc = report_to_dict(report)  # once: the files, the store and the alerts read the same document
-            let_go(report)
-            try:
-                render(plan.render, doc, env)
-            except OutputError as exc:  # a full or read-only disk: the store still keeps the results
-                unsaved: OutputError | None = exc
-            else:
-                unsaved = None
-            not_recorded = record(session, doc, history_stage.pending(session, core.extras(), core.spare()))
+            saved = save(core, report, session, plan.render, env, term, not_recorded)
         except BaseException:
             history_stage.abandon(session)  # a crash or Ctrl-C: this scan is marked, earlier ones untouched
             raise
         finally:
             history_stage.close(session)
-        if not_recorded:  # the results are kept (reports written, summary, notify); incomplete unless findings fail
-            env.err(f"ami-auditor: error: {not_recorded}")
-            report.exit_code = exitcodes.combine(report.exit_code == exitcodes.FINDINGS, True)
-        render_stage.show(told, report.exit_code, term)
-        if session is not None and not not_recorded:
-            term.out(f"recorded as scan {session.scan_id} in {session.path}")
-        notify_stage.apply(plan.notify, doc, term)  # last: never changes the exit code or what was written
-        if unsaved is not None:
-            raise unsaved  # exit 3: the reports were not saved (the previous set is unchanged)
-        return report.exit_code
+        code = conclude(saved, report, session, env, term)
+        assert saved.doc is not None  # need_doc: the alerts read it
+        notify_stage.apply(plan.notify, saved.doc, term)  # last: never changes the exit code or what was written
+        if saved.unsaved is not None:
+            raise saved.unsaved  # exit 3: the reports were not saved (the previous set is unchanged)
+        return code

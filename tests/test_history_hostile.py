@@ -356,3 +356,81 @@ echo "exit=$?"
     text = done.stdout + done.stderr
     assert "exit=2" in text and str(ro / "h.sqlite3") in text and "Traceback" not in text, text
     assert not out.exists()
+
+
+# Takes the store's write lock and holds it for the run under test (a user's other scan, a backup).
+HOLD_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+conn.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(60)
+"""
+
+
+def _analyze_argv(snapshots: Path, store: Path, out: Path) -> tuple[str, ...]:
+    return ("analyze", str(snapshots), "--jobs", "1", "--store", str(store), "--format", "json", "--out", str(out))
+
+
+@pytest.fixture()
+def snapshots(tmp_path: Path) -> Path:
+    folder = tmp_path / "snapshots"
+    folder.mkdir()
+    shutil.copyfile(ROOT / "tests" / "data" / "snapshots" / "fleet-a1.json", folder / "a1.json")
+    return folder
+
+
+@pytest.mark.parametrize("command", ["scan", "analyze"])
+def test_a_store_locked_before_the_run_begins_still_gives_the_reports(
+        store: Path, tmp_path: Path, snapshots: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    """The lock is held before the run opens the store: the run goes on without history, writes its
+    reports and says once that it is not recorded; findings still give 1, else 3 (never 2 or 4)."""
+    out, bare = tmp_path / "out", tmp_path / "bare"
+    argv = scan_argv(store, out) if command == "scan" else _analyze_argv(snapshots, store, out)
+    unlocked = [a if a != str(store) else "--no-store" for a in argv if a != "--store"]
+    unlocked = [a if a != str(out) else str(bare) for a in unlocked]
+    free_code, free_text = cli(*unlocked)
+    assert free_code in (0, 1), free_text
+    monkeypatch.setattr(store_conn, "LOCK_WAIT_SECONDS", 1.0)
+    ready = tmp_path / "ready"
+    locker = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(store), str(ready)])
+    try:
+        while not ready.exists():
+            assert locker.poll() is None, "the locker ended before it held the lock"
+            time.sleep(0.01)
+        code, text = cli(*argv)
+    finally:
+        locker.kill()
+        locker.wait()
+    assert code == (1 if free_code == 1 else 3), text
+    assert "Traceback" not in text and "internal error" not in text
+    lines = [line for line in text.splitlines() if str(store) in line and "locked" in line]
+    assert len(lines) == 1 and "not recorded" in lines[0], text
+    assert "recorded as scan" not in text
+    report = json.loads((out / "report.json").read_text())
+    assert [h["name"] for h in report["hosts"]] == [h["name"] for h in json.loads(
+        (bare / "report.json").read_text())["hosts"]]
+
+
+def test_analyze_whose_reports_cannot_be_written_still_records_its_results(legit: Path, tmp_path: Path,
+                                                                          snapshots: Path) -> None:
+    """ENOSPC for real under --out (a full 64 KiB tmpfs in a private mount namespace): exit 3, and the
+    analysis recorded in the store as scan records its results."""
+    out = tmp_path / "out"
+    out.mkdir()
+    store = tmp_path / "h.sqlite3"
+    shutil.copyfile(legit, store)
+    done = _in_mount_namespace(f"""
+mount -t tmpfs -o size=64k tmpfs {out}
+set +e
+dd if=/dev/zero of={out}/filler bs=4k 2>/dev/null
+{sys.executable} -m auditor.cli {' '.join(_analyze_argv(snapshots, store, out))} --format json,html
+echo "exit=$?"
+""")
+    text = done.stdout + done.stderr
+    assert "exit=3" in text, text
+    assert "Traceback" not in text and "internal error" not in text
+    code, listing = cli("history", "list", "--store", str(store), "--json")
+    last = max(json.loads(listing)["scans"], key=lambda scan: scan["id"])
+    assert code == 0 and last["source"] == "analyze" and last["state"] == "complete", listing
+    assert last["hosts"] == 1

@@ -53,13 +53,30 @@ def prepare(opts: HistoryOptions) -> StorePlan:
     return StorePlan(path)
 
 
-def begin(plan: StorePlan, started_at: str, source: str = "scan") -> Session | None:
-    """Open the store and insert this run's `running` row (committed: a killed scan stays visible)."""
+def begin(plan: StorePlan, started_at: str, source: str = "scan") -> tuple[Session | None, str | None]:
+    """Open the store and insert this run's `running` row (committed: a killed scan stays visible).
+
+    A store locked past the wait, or a file system that refuses it, gives no session and the reason: the
+    run goes on without history, its reports are written, and it ends incomplete unless findings fail."""
     if plan.path is None:
-        return None
-    conn = open_store(plan.path)
-    scan_id = record.begin_scan(conn, started_at, source)
-    return Session(plan.path, conn, scan_id, record.open_issues(conn), record.known_hosts(conn))
+        return None, None
+    try:
+        conn = open_store(plan.path)
+    except StoreUnavailable as exc:
+        return None, _not_recorded(exc)
+    try:
+        scan_id = record.begin_scan(conn, started_at, source)
+        return Session(plan.path, conn, scan_id, record.open_issues(conn), record.known_hosts(conn)), None
+    except StoreUnavailable as exc:
+        conn.close()
+        return None, _not_recorded(exc)
+    except BaseException:
+        conn.close()
+        raise
+
+
+def _not_recorded(exc: Exception) -> str:
+    return one_line(f"{exc}: this scan is not recorded in it")
 
 
 def feed(session: Session | None) -> Feed:
@@ -131,7 +148,7 @@ def finish(session: Session | None, doc: dict[str, Any], rows: Pending, finished
     try:
         record.record_scan(session.conn, session.scan_id, doc, rows, finished_at)
     except (StoreUnavailable, SpoolLost) as exc:
-        return one_line(f"{exc}: this scan is not recorded in it")
+        return _not_recorded(exc)
     return None
 
 
