@@ -32,6 +32,7 @@ from .pipeline import conclude, save
 from .render import stage as render_stage
 from .render.stage import RenderPlan
 from .render.terminal import host_line
+from .targets.resolve import check_host_keys
 
 MAX_JOBS = 64
 
@@ -50,6 +51,15 @@ class AnalyzePlan:
 
 
 
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """A link loop or an unreadable link target is not a directory: it is read as a file and refused there,
+    naming it (that host's error), never the end of the run."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def snapshot_files(dirs: tuple[str, ...]) -> list[str]:
     """Every `*.json` in the directories, in name order (InputError when a directory cannot be listed)."""
     if not dirs:
@@ -61,7 +71,7 @@ def snapshot_files(dirs: tuple[str, ...]) -> list[str]:
             raise InputError("not a directory of snapshot files", d)
         try:
             # a *.json that is not a regular file (a FIFO, a link to a device) is read as one and refused
-            names = sorted(e.name for e in os.scandir(p) if e.name.endswith(".json") and not e.is_dir())
+            names = sorted(e.name for e in os.scandir(p) if e.name.endswith(".json") and not _is_dir(e))
         except OSError as exc:
             raise InputError(f"cannot list: {exc.strerror}", d) from None
         files.extend(str(p / n) for n in names)
@@ -98,6 +108,9 @@ def _analyze(plan: AnalyzePlan, env: Env) -> int:
         core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=feed, keep=feed.keep)
         evaluate_files(core, plan.files, plan.jobs)  # each file read, given its trends, judged, indexed, dropped
         report = core.finish(now_iso(), [f"analyzed {len(plan.files)} saved snapshot files; no host was contacted"])
+        read = [h.spec for h in report.hosts if h.status == "ok"]
+        if read:  # the labels are known once the files are read: a mistyped one is bad input, not an empty comparison
+            check_host_keys(plan.compare.options(), read)
         history_stage.add_since(session, report)
         for host in report.hosts:
             if host.status != "ok":

@@ -77,9 +77,7 @@ def prepare(opts: ScanOptions) -> ScanPlan:
     notify_plan = notify_stage.prepare(opts.notify, store=history_plan.path is not None)
     notes: list[str] = []
     specs = resolve_specs(opts.targets, notes)  # with --ec2, discovery (an API call) gives the labels
-    check_host_keys([(option, key) for option, key in (
-        ("--group-by", compare_plan.group_by),
-        ("--symptom", compare_plan.symptom.key if compare_plan.symptom else None)) if key], specs)
+    check_host_keys(compare_plan.options(), specs)
     return ScanPlan(opts.targets, tuple(specs), tuple(notes), opts.fail_on,
                     judge_plan, history_plan, compare_plan, render_plan, notify_plan)
 

@@ -36,9 +36,13 @@ class ComparePlan:
 
     def keys(self) -> list[str]:
         """Host attributes the index must keep (labels / host facts used for grouping)."""
-        keys = [self.group_by] if self.group_by else []
+        return [key for _, key in self.options()]
+
+    def options(self) -> list[tuple[str, str]]:
+        """(option, key) for each host attribute an option names: what must be a label some host defines."""
+        keys = [("--group-by", self.group_by)] if self.group_by else []
         if self.symptom and self.symptom.key:
-            keys.append(self.symptom.key)
+            keys.append(("--symptom", self.symptom.key))
         return keys
 
 
