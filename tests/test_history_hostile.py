@@ -434,3 +434,28 @@ echo "exit=$?"
     last = max(json.loads(listing)["scans"], key=lambda scan: scan["id"])
     assert code == 0 and last["source"] == "analyze" and last["state"] == "complete", listing
     assert last["hosts"] == 1
+
+
+def test_a_store_on_a_read_only_file_system_is_read_by_every_history_command(legit: Path, tmp_path: Path) -> None:
+    """A mounted backup: nothing can write it, so the readers read it as it is (list, show, trend, report)."""
+    ro = tmp_path / "ro & #1?"  # characters a SQLite URI must have quoted
+    ro.mkdir()
+    store = ro / "h.sqlite3"
+    shutil.copyfile(legit, store)
+    before = store.read_bytes()
+    commands = [["list", "--json"], ["show", "latest", "--json"], ["trend", "facts.kernel.mem_total_kb", "--json"],
+                ["report", "--format", "json"]]
+    runs = "\n".join(f"{sys.executable} -m auditor.cli history {' '.join(c)} --store '{store}' > '{tmp_path}/{i}.out'"
+                     f"; echo \"exit{i}=$?\"" for i, c in enumerate(commands))
+    done = _in_mount_namespace(f"""
+mount --bind '{ro}' '{ro}'
+mount -o remount,bind,ro '{ro}'
+set +e
+{runs}
+""")
+    text = done.stdout + done.stderr
+    for i, command in enumerate(commands):
+        assert f"exit{i}=0" in text, (command, text)
+        json.loads((tmp_path / f"{i}.out").read_text())
+    assert json.loads((tmp_path / "1.out").read_text())["hosts_detail"][0]["name"] == "local"
+    assert store.read_bytes() == before and not list(ro.glob("*-wal")) and not list(ro.glob("*-shm"))

@@ -80,7 +80,7 @@ def _fmt(value: object) -> str:
 
 def run_list(args: argparse.Namespace, env: Env) -> int:
     path = _path(args)
-    conn = open_store(path, create=False)
+    conn = open_store(path, create=False, reader=True)
     try:
         scans = query.list_scans(conn, path, args.last)
     finally:
@@ -98,7 +98,7 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
 
 def run_show(args: argparse.Namespace, env: Env) -> int:
     path = _path(args)
-    conn = open_store(path, create=False)
+    conn = open_store(path, create=False, reader=True)
     try:
         if args.scan == "latest":
             row = conn.execute("SELECT max(id) FROM scans").fetchone()
@@ -152,7 +152,7 @@ def _points(conn: Store, path: Path, fact: str, host: str | None, last: int) -> 
 
 def run_trend(args: argparse.Namespace, env: Env) -> int:
     path = _path(args)
-    conn = open_store(path, create=False)
+    conn = open_store(path, create=False, reader=True)
     try:
         points = _points(conn, path, args.fact, args.host, args.last)
     finally:
@@ -214,7 +214,7 @@ def _report_target(out: str | None, fmt: str) -> Path | None:
 def run_report(args: argparse.Namespace, env: Env) -> int:
     path = _path(args)
     target = _report_target(args.out, args.format)  # bad --out is exit 2 before the store is read
-    conn = open_store(path, create=False)
+    conn = open_store(path, create=False, reader=True)
     try:
         doc = charts.fleet_trends(conn, path, args.last, args.top)
     finally:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -75,12 +76,14 @@ def _keep_signal(unraisable: Any) -> None:
 class Store:
     """One open store file: `execute`, `executemany`, `executescript` as sqlite3's, bounded (module doc)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, immutable: bool = False):
         self.path = path
         self.query_seconds = QUERY_SECONDS
         self._until = 0.0
         self._timed_out = False
-        self._conn = sqlite3.connect(str(path), timeout=0, isolation_level=None)
+        # immutable: a file nobody can write (a read-only file system), read without its -shm/-wal files
+        where = f"file:{urllib.parse.quote(str(path))}?immutable=1" if immutable else str(path)
+        self._conn = sqlite3.connect(where, timeout=0, isolation_level=None, uri=immutable)
         if sys.unraisablehook is not _keep_signal:
             sqlite3.enable_callback_tracebacks(True)  # a callback's exception reaches the hook, not the void
             sys.unraisablehook = _keep_signal

@@ -157,15 +157,26 @@ def check_usable(path: Path) -> None:
         raise _fail(path, f"{parent} is not writable")
 
 
-def open_store(path: Path, create: bool = True) -> Store:
+def _on_read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def open_store(path: Path, create: bool = True, reader: bool = False) -> Store:
     """Open (and create or upgrade) the store; every defect of the file is an InputError naming it, a lock
-    held past the wait or a file system that refuses the write a StoreUnavailable (conn.py)."""
+    held past the wait or a file system that refuses the write a StoreUnavailable (conn.py).
+
+    A `reader` (the history commands) opens a store on a read-only file system (a mounted backup) as it
+    is: nothing can write it, so it is read immutable, never upgraded, and no scan is marked interrupted."""
     if not path.exists() and not create:
         raise InputError("no history store here (run a scan first, or give --store PATH)", str(path))
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
+    frozen = reader and _on_read_only_fs(path)
     try:
-        conn = Store(path)
+        conn = Store(path, immutable=frozen)
     except sqlite3.Error as exc:
         raise _fail(path, str(exc)) from exc
     try:
@@ -174,6 +185,11 @@ def open_store(path: Path, create: bool = True) -> Store:
         check = conn.execute("PRAGMA quick_check").fetchone()[0]
         if check != "ok":
             raise _fail(path, f"the database is damaged ({check})")
+        if frozen:
+            if version < SCHEMA_VERSION:
+                raise _fail(path, f"schema version {version} needs an upgrade, which a read-only file system "
+                                  "refuses (copy the store somewhere writable)")
+            return conn
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
