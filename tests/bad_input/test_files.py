@@ -148,6 +148,20 @@ _CASES = [
     Case("set-huge-int", "set", None, "", "digits", "cgroups.dying_warn=" + BIG_INT),
     Case("set-alias-bomb", "set", None, "", "alias", "cgroups.dying_warn={" + bomb().replace("\n", ", ") + "}"),
     Case("set-deep-nesting", "set", None, "", "nest", "cgroups.dying_warn=" + "[" * DEEP + "]" * DEEP),
+    # an unquoted date where text is wanted (YAML reads it as a date; the loaders want a str)
+    Case("rules-date-title", "rules", "pack: t\n" + RULE.replace("title: x", "title: 2026-01-01"), ":4", "is a date"),
+    Case("rules-date-tag", "rules", "pack: t\n" + RULE + "    tags: [2026-01-01]\n", ":7", "quote it"),
+    Case("waivers-date-reason", "waivers", WAIVER.replace("reason: r", "reason: 2026-10-01")
+         + "    expires: 2026-09-30\n", ":4", "is a date"),
+    Case("waivers-date-hosts", "waivers", WAIVER.replace("['*']", "2026-01-01") + "    expires: 2030-01-01\n", ":3",
+         "date"),
+    Case("waivers-date-item", "waivers", WAIVER + "    item: 2026-01-01\n    expires: 2030-01-01\n", ":5",
+         "is a date"),
+    Case("baseline-date-pattern", "baseline",
+         BASE + "expect:\n  facts.binaries[kubelet].version: {pattern: 2026-01-01}\n", ":4", "is a date"),
+    Case("inventory-date-name", "inventory", INV.replace("name: h1", "name: 2026-01-01"), ":2", "is a date"),
+    Case("inventory-date-identity-file", "inventory", INV + "    ssh: {identity_file: 2026-01-01T10:00:00}\n", ":4",
+         "is a date"),
     # saved reports (report FILE --out DIR)
     Case("report-nan", "report", raw_json(REP_TEXT, "duration_s", "NaN"), "/hosts/0/duration_s", "NaN"),
     Case("report-infinity", "report", raw_json(REP_TEXT, "duration_s", "Infinity"), "/hosts/0/duration_s",
