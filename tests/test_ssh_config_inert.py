@@ -10,7 +10,6 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,16 +21,6 @@ from auditor.models import SSHOptions
 from auditor.transport.ssh_route import load_ssh_config
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    """A loopback listener standing in for the host: nobody may connect to it."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(8)
-        s.setblocking(False)
-        yield s
 
 
 def exec_config(tmp_path: Path, match: str = 'Match exec "touch {marker}"') -> tuple[Path, Path]:

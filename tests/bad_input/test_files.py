@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,16 +200,6 @@ _CASES = [
 ]
 CASES = [c.id for c in _CASES]  # counted by the suite's reliability summary
 BY_ID = {c.id: c for c in _CASES}
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    """A loopback TCP listener standing in for a host: a case passes only if nobody connected to it."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(8)
-        s.setblocking(False)
-        yield s
 
 
 def unblock_fifo_later(fifo: Path, stop: threading.Event, hung: list[bool]) -> None:
