@@ -3,11 +3,13 @@
 Hostile input is bounded: files over 8 MiB are refused unread (inputfile.read_bounded); nesting deeper than
 MAX_DEPTH (also through aliases) and aliases that would expand to more than MAX_ALIAS_NODES nodes (a
 "billion laughs") are refused while composing, before anything is built; invalid dates, integers too long
-to convert, lone surrogates and control characters are InputError at their line, never a traceback.
+to convert, NaN and infinities, lone surrogates and control characters are InputError at their line, never a
+traceback.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -141,6 +143,15 @@ class _LineLoader(yaml.SafeLoader):
                              node.start_mark.line + 1)
         return super().construct_yaml_int(node)
 
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> Any:
+        """NaN and infinities (`.nan`, `.inf`, `1.0e+999`) are refused, as the JSON loader does: NaN equals
+        nothing (a baseline would always drift, a threshold never fire) and JSON output cannot hold it."""
+        value = super().construct_yaml_float(node)
+        if not math.isfinite(value):
+            raise InputError(f"{node.value!r} is not a finite number (NaN and infinities are not accepted)", None,
+                             node.start_mark.line + 1)
+        return value
+
     def construct_yaml_str(self, node: yaml.ScalarNode) -> Any:
         value = super().construct_yaml_str(node)
         if _SURROGATE.search(value):
@@ -195,6 +206,7 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _co
 _LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _LineLoader.construct_yaml_timestamp)
 _LineLoader.add_constructor("tag:yaml.org,2002:int", _LineLoader.construct_yaml_int)
 _LineLoader.add_constructor("tag:yaml.org,2002:str", _LineLoader.construct_yaml_str)
+_LineLoader.add_constructor("tag:yaml.org,2002:float", _LineLoader.construct_yaml_float)
 
 
 def load_yaml_text(text: str, path: str = "<string>") -> Any:

@@ -162,6 +162,15 @@ _CASES = [
     Case("inventory-date-name", "inventory", INV.replace("name: h1", "name: 2026-01-01"), ":2", "is a date"),
     Case("inventory-date-identity-file", "inventory", INV + "    ssh: {identity_file: 2026-01-01T10:00:00}\n", ":4",
          "is a date"),
+    # NaN and infinities: NaN equals nothing (always drifts, never fires) and JSON output cannot hold them
+    Case("baseline-nan", "baseline", BASE + "expect:\n  facts.kernel.hugepages_total: .nan\n", ":4", "finite"),
+    Case("baseline-float-overflow", "baseline", BASE + "expect:\n  facts.kernel.hugepages_total: [1, 1.0e+999]\n",
+         ":4", "finite"),
+    Case("inventory-nan-timeout", "inventory", INV + "    ssh: {connect_timeout: .NaN}\n", ":4", "finite"),
+    Case("rules-param-inf", "rules", "pack: t\nparams:\n  n: .inf\n" + RULE, ":3", "finite"),
+    Case("rules-config-minus-inf", "rules-config", "cgroups:\n  dying_warn: -.Inf\n", ":2", "finite"),
+    Case("waivers-nan-label", "waivers", WAIVER + "    labels: {az: .nan}\n    expires: 2030-01-01\n", ":5", "finite"),
+    Case("set-nan", "set", None, "", "finite", "cgroups.dying_warn=.nan"),
     # saved reports (report FILE --out DIR)
     Case("report-nan", "report", raw_json(REP_TEXT, "duration_s", "NaN"), "/hosts/0/duration_s", "NaN"),
     Case("report-infinity", "report", raw_json(REP_TEXT, "duration_s", "Infinity"), "/hosts/0/duration_s",
