@@ -169,18 +169,25 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
+    """A LineDict; a key written twice in the mapping itself is an error, while its own keys override keys
+    merged in with `<<` (YAML merge semantics: flatten_mapping puts merged pairs first, own pairs last)."""
+    own = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
     loader.flatten_mapping(node)
+    merged = len(node.value) - own
     out = LineDict()
     out.line, out.col = node.start_mark.line + 1, node.start_mark.column + 1
     out.key_lines, out.key_cols = {}, {}
-    for key_node, value_node in node.value:
+    seen: set[Any] = set()
+    for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         try:
             hash(key)
         except TypeError as exc:
             raise InputError("mapping key is not a scalar", None, key_node.start_mark.line + 1) from exc
-        if key in out:
-            raise _DuplicateKey(key, key_node.start_mark.line + 1)
+        if index >= merged:
+            if key in seen:
+                raise _DuplicateKey(key, key_node.start_mark.line + 1)
+            seen.add(key)
         out[key] = loader.construct_object(value_node, deep=True)
         out.key_lines[key] = key_node.start_mark.line + 1
         out.key_cols[key] = key_node.start_mark.column + 1
