@@ -21,6 +21,7 @@ from .errors import InputError
 from .inputfile import MAX_DEPTH, MAX_INT_DIGITS, MAX_YAML_BYTES, line_at, read_text
 
 MAX_ALIAS_NODES = 100_000  # nodes that all aliases of a document may add when expanded
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 
 
@@ -32,6 +33,7 @@ class LineDict(dict):
     col: int = 0
     key_lines: dict[Any, int]
     key_cols: dict[Any, int]
+    key_texts: dict[Any, str]  # the source text of each value YAML read as a number
 
     def line_of(self, key: Any) -> int:
         return self.key_lines.get(key, self.line)
@@ -50,6 +52,7 @@ class LineList(list):
     col: int = 0
     item_lines: list[int]
     item_cols: list[int]
+    item_texts: dict[int, str]  # the source text of each item YAML read as a number
 
     def line_of(self, index: int) -> int:
         return self.item_lines[index] if index < len(self.item_lines) else self.line
@@ -176,7 +179,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
     merged = len(node.value) - own
     out = LineDict()
     out.line, out.col = node.start_mark.line + 1, node.start_mark.column + 1
-    out.key_lines, out.key_cols = {}, {}
+    out.key_lines, out.key_cols, out.key_texts = {}, {}, {}
     seen: set[Any] = set()
     for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
@@ -189,6 +192,8 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
                 raise _DuplicateKey(key, key_node.start_mark.line + 1)
             seen.add(key)
         out[key] = loader.construct_object(value_node, deep=True)
+        if value_node.tag in _NUMBER_TAGS:
+            out.key_texts[key] = value_node.value
         out.key_lines[key] = key_node.start_mark.line + 1
         out.key_cols[key] = key_node.start_mark.column + 1
     return out
@@ -199,6 +204,7 @@ def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineLis
     out.line, out.col = node.start_mark.line + 1, node.start_mark.column + 1
     out.item_lines = [child.start_mark.line + 1 for child in node.value]
     out.item_cols = [child.start_mark.column + 1 for child in node.value]
+    out.item_texts = {i: child.value for i, child in enumerate(node.value) if child.tag in _NUMBER_TAGS}
     return out
 
 
@@ -251,3 +257,18 @@ def line_of(node: Any, key: Any = None) -> int | None:
     if key is not None and isinstance(node, (LineDict, LineList)):
         return node.line_of(key)
     return getattr(node, "line", None)
+
+
+def as_text(node: Any, key: Any, file: str, what: str) -> str:
+    """node[key] where text is wanted. A number becomes its str() only when that is what was written: YAML 1.1
+    reads `010` as 8, `1.10` as 1.1, `10:30` as 630 and `0x1F` as 31, and editors (YAML 1.2) read some of them
+    otherwise, so such a number is InputError at its line ("quote it") rather than silently other text."""
+    value = node[key]
+    if isinstance(value, str):
+        return value
+    texts = getattr(node, "key_texts" if isinstance(node, LineDict) else "item_texts", {})
+    written = texts.get(key)
+    if written is not None and written != str(value):
+        raise InputError(f"{what}: {written} is read by YAML as the number {value!r}; quote it ({written!r}) to "
+                         "keep it as text", file, line_of(node, key))
+    return str(value)

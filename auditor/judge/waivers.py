@@ -22,7 +22,7 @@ from fnmatch import fnmatchcase
 from ..errors import InputError
 from ..inputschema import Form, check
 from ..models import Finding
-from ..yamlload import LineDict, load_yaml_file
+from ..yamlload import LineDict, as_text, load_yaml_file
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,8 @@ def _waiver(node: LineDict, path: str, rule_ids: set[str] | None) -> Waiver:
     hosts = node.get("hosts") or ()
     labels = node.get("labels") or {}
     return Waiver(rule, (hosts,) if isinstance(hosts, str) else tuple(hosts),
-                  tuple((str(k), str(v)) for k, v in labels.items()), node.get("item"), node["reason"].strip(),
+                  tuple((str(k), as_text(labels, k, path, f"labels.{k}")) for k in labels), node.get("item"),
+                  node["reason"].strip(),
                   _date(node["expires"], path, node.line_of("expires")), path, node.line)
 
 

@@ -171,6 +171,16 @@ _CASES = [
     Case("rules-config-minus-inf", "rules-config", "cgroups:\n  dying_warn: -.Inf\n", ":2", "finite"),
     Case("waivers-nan-label", "waivers", WAIVER + "    labels: {az: .nan}\n    expires: 2030-01-01\n", ":5", "finite"),
     Case("set-nan", "set", None, "", "finite", "cgroups.dying_warn=.nan"),
+    # YAML 1.1 reads these as numbers whose str() is other text: refused, "quote it" (never silently changed)
+    Case("baseline-number-text", "baseline", BASE + "expect:\n  facts.os.version_id: 0.270\n", ":4", "quote it"),
+    Case("baseline-number-text-in-list", "baseline", BASE + "expect:\n  facts.os.version_id: ['12',\n    1.10]\n",
+         ":5", "'1.10'"),
+    Case("inventory-octal-label", "inventory", INV + "    labels: {rack: 010}\n", ":4", "the number 8"),
+    Case("inventory-sexagesimal-label", "inventory", INV.replace("name: h1", "name: h1\n    labels:\n      win: 10:30"),
+         ":4", "the number 630"),
+    Case("inventory-hex-default-label", "inventory", "defaults:\n  labels: {hex: 0x1F}\n" + INV, ":2", "quote it"),
+    Case("waivers-number-label", "waivers", WAIVER + "    labels: {az: 010}\n    expires: 2030-01-01\n", ":5",
+         "quote it"),
     # saved reports (report FILE --out DIR)
     Case("report-nan", "report", raw_json(REP_TEXT, "duration_s", "NaN"), "/hosts/0/duration_s", "NaN"),
     Case("report-infinity", "report", raw_json(REP_TEXT, "duration_s", "Infinity"), "/hosts/0/duration_s",
