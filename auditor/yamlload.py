@@ -21,7 +21,7 @@ from .errors import InputError
 from .inputfile import MAX_DEPTH, MAX_INT_DIGITS, MAX_YAML_BYTES, line_at, read_text
 
 MAX_ALIAS_NODES = 100_000  # nodes that all aliases of a document may add when expanded
-_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_TYPED_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 
 
@@ -33,7 +33,7 @@ class LineDict(dict):
     col: int = 0
     key_lines: dict[Any, int]
     key_cols: dict[Any, int]
-    key_texts: dict[Any, str]  # the source text of each value YAML read as a number
+    key_texts: dict[Any, str]  # the source text of each value YAML read as a number or a date
 
     def line_of(self, key: Any) -> int:
         return self.key_lines.get(key, self.line)
@@ -52,7 +52,7 @@ class LineList(list):
     col: int = 0
     item_lines: list[int]
     item_cols: list[int]
-    item_texts: dict[int, str]  # the source text of each item YAML read as a number
+    item_texts: dict[int, str]  # the source text of each item YAML read as a number or a date
 
     def line_of(self, index: int) -> int:
         return self.item_lines[index] if index < len(self.item_lines) else self.line
@@ -192,7 +192,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
                 raise _DuplicateKey(key, key_node.start_mark.line + 1)
             seen.add(key)
         out[key] = loader.construct_object(value_node, deep=True)
-        if value_node.tag in _NUMBER_TAGS:
+        if value_node.tag in _TYPED_TAGS:
             out.key_texts[key] = value_node.value
         out.key_lines[key] = key_node.start_mark.line + 1
         out.key_cols[key] = key_node.start_mark.column + 1
@@ -204,7 +204,7 @@ def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineLis
     out.line, out.col = node.start_mark.line + 1, node.start_mark.column + 1
     out.item_lines = [child.start_mark.line + 1 for child in node.value]
     out.item_cols = [child.start_mark.column + 1 for child in node.value]
-    out.item_texts = {i: child.value for i, child in enumerate(node.value) if child.tag in _NUMBER_TAGS}
+    out.item_texts = {i: child.value for i, child in enumerate(node.value) if child.tag in _TYPED_TAGS}
     return out
 
 
