@@ -94,6 +94,10 @@ def iter_hosts(
 
     `notes` receives run-wide remarks (e.g. instances a tag-targeted SSM command also ran on)."""
     binaries = validate_binaries(list(binaries))
+    if any(spec.target.startswith("ssh://") for spec in specs):
+        from .transport.ssh_route import check_ssh_configs
+
+        check_ssh_configs(specs)
     ssm = [i for i, spec in enumerate(specs) if batched(spec.target)]  # the registry says which
     ssm_set = set(ssm)
     rest = [i for i in range(len(specs)) if i not in ssm_set]

@@ -4,8 +4,10 @@ The schemas in auditor/schemas/ are the declared formats: editors validate with 
 and the loaders call `check` first, so both say the same. A schema error becomes an InputError at the
 file:line:column of the node it is about (from yamlload's marks), in words: "rule 'ecs.crash': severity 'hgh'
 is not one of critical, high, medium, low, info". A schema may give a keyword group its words with
-`errorMessage` (the key yaml-language-server shows too). When several errors exist, the one a reader meets
-first is reported (top to bottom; an unknown key before the missing one a typo also makes).
+`errorMessage` (the key yaml-language-server shows too). A YAML date is refused where the schema wants text
+and declares no date `format` (editors read it as text; the loaders would get a datetime.date). When several
+errors exist, the one a reader meets first is reported (top to bottom; an unknown key before the missing one
+a typo also makes).
 
 jsonschema-rs answers "valid" first (schemacheck.FastCheck); only an invalid file imports and runs jsonschema
 for its errors (which has the last word), so loading valid packs stays as quick to start as before.
@@ -34,7 +36,7 @@ MAX_ERRORS = 200  # errors weighed for "first in the file": jsonschema yields a 
 _MISSING = {"required", "anyOf", "oneOf"}  # about what a mapping lacks
 _SHOWS_VALUE = {"type", "pattern", "minLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                 "const", "format"}
-_OWN_WORDS = {"additionalProperties", "required", "uniqueItems", "enum"}  # exact by themselves: never errorMessage
+_OWN_WORDS = {"additionalProperties", "required", "uniqueItems", "enum", "date"}  # exact: never errorMessage
 _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
                "number": "a number", "boolean": "true or false", "null": "null"}
 
@@ -66,10 +68,44 @@ def _fast(name: str) -> FastCheck:
 
 @cache
 def _full(name: str) -> Any:
-    """jsonschema's validator, imported only when a file is invalid (a valid pack loads without it)."""
-    from jsonschema import Draft202012Validator
+    """jsonschema's validator, imported only when a file is invalid or holds a YAML date (a valid pack loads
+    without it). Its `type` keyword refuses a YAML date where text is wanted and the schema declares no date
+    `format`: YAML read `2026-01-01` as a date, and the loaders would get a date where they expect a str."""
+    from jsonschema import Draft202012Validator, validators
+    from jsonschema.exceptions import ValidationError
 
-    return Draft202012Validator(load_schema(name))
+    plain_type = Draft202012Validator.VALIDATORS["type"]
+
+    def typed(validator: Any, types: Any, instance: Any, schema: dict[str, Any]) -> Any:
+        if isinstance(instance, _YamlDate) and "string" in _as_list(types) \
+                and schema.get("format") not in ("date", "date-time"):
+            yield ValidationError("is a date; quote it to use it as text", validator="date")
+            return
+        yield from plain_type(validator, types, instance, schema)
+
+    return validators.extend(Draft202012Validator, {"type": typed})(load_schema(name))
+
+
+class _YamlDate(str):
+    """A YAML date or timestamp in the checked view: ISO text that remembers it was not written as text."""
+
+
+def _dated_view(value: Any) -> tuple[Any, bool]:
+    """json_view with dates as _YamlDate, and whether any date was seen."""
+    seen = False
+
+    def view(node: Any) -> Any:
+        nonlocal seen
+        if isinstance(node, dict):
+            return {str(k): view(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [view(v) for v in node]
+        if isinstance(node, (dt.date, dt.datetime)):
+            seen = True
+            return _YamlDate(node.isoformat())
+        return node
+
+    return view(value), seen
 
 
 def json_view(value: Any) -> Any:
@@ -88,8 +124,8 @@ def check(doc: Any, form: Form, file: str) -> None:
     fast = _fast(form.schema)
     if fast.valid(doc, from_json=True):  # LineDict/LineList are dicts/lists; a date or a number key says no
         return
-    view = json_view(doc)
-    if fast.valid(view, from_json=True):
+    view, dated = _dated_view(doc)
+    if not dated and fast.valid(view, from_json=True):
         return
     errors = list(islice(_full(form.schema).iter_errors(view), MAX_ERRORS))
     if not errors:
@@ -222,6 +258,9 @@ def _describe(error: ValidationError, node: Any, subject: str, form: Form) -> st
     words, kind = _words(error), error.validator
     shown = _shown(node, form)
     tail = f", not {shown}" if kind in _SHOWS_VALUE and shown else ""
+    if kind == "date":  # the value only where strings may be shown (a date could be someone's secret)
+        value = f" {json_view(node)!r}" if form.show_strings else ""
+        return f"{subject}{value} is a date; quote it to use it as text"
     if kind == "type":
         expected = words or "must be " + " or ".join(_TYPE_WORDS.get(t, t) for t in _as_list(error.validator_value))
         return f"{subject} {expected}, not {kind_of(node)}{' ' + shown if shown and node is not None else ''}"

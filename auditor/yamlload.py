@@ -3,11 +3,13 @@
 Hostile input is bounded: files over 8 MiB are refused unread (inputfile.read_bounded); nesting deeper than
 MAX_DEPTH (also through aliases) and aliases that would expand to more than MAX_ALIAS_NODES nodes (a
 "billion laughs") are refused while composing, before anything is built; invalid dates, integers too long
-to convert, lone surrogates and control characters are InputError at their line, never a traceback.
+to convert, NaN and infinities, lone surrogates and control characters are InputError at their line, never a
+traceback.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from .errors import InputError
 from .inputfile import MAX_DEPTH, MAX_INT_DIGITS, MAX_YAML_BYTES, line_at, read_text
 
 MAX_ALIAS_NODES = 100_000  # nodes that all aliases of a document may add when expanded
+_TYPED_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 
 
@@ -30,6 +33,7 @@ class LineDict(dict):
     col: int = 0
     key_lines: dict[Any, int]
     key_cols: dict[Any, int]
+    key_texts: dict[Any, str]  # the source text of each value YAML read as a number or a date
 
     def line_of(self, key: Any) -> int:
         return self.key_lines.get(key, self.line)
@@ -48,6 +52,7 @@ class LineList(list):
     col: int = 0
     item_lines: list[int]
     item_cols: list[int]
+    item_texts: dict[int, str]  # the source text of each item YAML read as a number or a date
 
     def line_of(self, index: int) -> int:
         return self.item_lines[index] if index < len(self.item_lines) else self.line
@@ -141,6 +146,15 @@ class _LineLoader(yaml.SafeLoader):
                              node.start_mark.line + 1)
         return super().construct_yaml_int(node)
 
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> Any:
+        """NaN and infinities (`.nan`, `.inf`, `1.0e+999`) are refused, as the JSON loader does: NaN equals
+        nothing (a baseline would always drift, a threshold never fire) and JSON output cannot hold it."""
+        value = super().construct_yaml_float(node)
+        if not math.isfinite(value):
+            raise InputError(f"{node.value!r} is not a finite number (NaN and infinities are not accepted)", None,
+                             node.start_mark.line + 1)
+        return value
+
     def construct_yaml_str(self, node: yaml.ScalarNode) -> Any:
         value = super().construct_yaml_str(node)
         if _SURROGATE.search(value):
@@ -158,19 +172,28 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
+    """A LineDict; a key written twice in the mapping itself is an error, while its own keys override keys
+    merged in with `<<` (YAML merge semantics: flatten_mapping puts merged pairs first, own pairs last)."""
+    own = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
     loader.flatten_mapping(node)
+    merged = len(node.value) - own
     out = LineDict()
     out.line, out.col = node.start_mark.line + 1, node.start_mark.column + 1
-    out.key_lines, out.key_cols = {}, {}
-    for key_node, value_node in node.value:
+    out.key_lines, out.key_cols, out.key_texts = {}, {}, {}
+    seen: set[Any] = set()
+    for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         try:
             hash(key)
         except TypeError as exc:
             raise InputError("mapping key is not a scalar", None, key_node.start_mark.line + 1) from exc
-        if key in out:
-            raise _DuplicateKey(key, key_node.start_mark.line + 1)
+        if index >= merged:
+            if key in seen:
+                raise _DuplicateKey(key, key_node.start_mark.line + 1)
+            seen.add(key)
         out[key] = loader.construct_object(value_node, deep=True)
+        if value_node.tag in _TYPED_TAGS:
+            out.key_texts[key] = value_node.value
         out.key_lines[key] = key_node.start_mark.line + 1
         out.key_cols[key] = key_node.start_mark.column + 1
     return out
@@ -181,6 +204,7 @@ def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineLis
     out.line, out.col = node.start_mark.line + 1, node.start_mark.column + 1
     out.item_lines = [child.start_mark.line + 1 for child in node.value]
     out.item_cols = [child.start_mark.column + 1 for child in node.value]
+    out.item_texts = {i: child.value for i, child in enumerate(node.value) if child.tag in _TYPED_TAGS}
     return out
 
 
@@ -195,6 +219,7 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _co
 _LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _LineLoader.construct_yaml_timestamp)
 _LineLoader.add_constructor("tag:yaml.org,2002:int", _LineLoader.construct_yaml_int)
 _LineLoader.add_constructor("tag:yaml.org,2002:str", _LineLoader.construct_yaml_str)
+_LineLoader.add_constructor("tag:yaml.org,2002:float", _LineLoader.construct_yaml_float)
 
 
 def load_yaml_text(text: str, path: str = "<string>") -> Any:
@@ -232,3 +257,18 @@ def line_of(node: Any, key: Any = None) -> int | None:
     if key is not None and isinstance(node, (LineDict, LineList)):
         return node.line_of(key)
     return getattr(node, "line", None)
+
+
+def as_text(node: Any, key: Any, file: str, what: str) -> str:
+    """node[key] where text is wanted. A number becomes its str() only when that is what was written: YAML 1.1
+    reads `010` as 8, `1.10` as 1.1, `10:30` as 630 and `0x1F` as 31, and editors (YAML 1.2) read some of them
+    otherwise, so such a number is InputError at its line ("quote it") rather than silently other text."""
+    value = node[key]
+    if isinstance(value, str):
+        return value
+    texts = getattr(node, "key_texts" if isinstance(node, LineDict) else "item_texts", {})
+    written = texts.get(key)
+    if written is not None and written != str(value):
+        raise InputError(f"{what}: {written} is read by YAML as the number {value!r}; quote it ({written!r}) to "
+                         "keep it as text", file, line_of(node, key))
+    return str(value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +80,16 @@ def _fleet_or_skip() -> None:
         if IN_CI:
             pytest.fail(f"CI=true but the test fleet cannot run: {reason}", pytrace=False)
         pytest.skip(reason)
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A loopback TCP listener standing in for a host: a bad-input case passes only if nobody connected to it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)
+        s.setblocking(False)
+        yield s
 
 
 @pytest.fixture(scope="session")

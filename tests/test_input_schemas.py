@@ -23,7 +23,9 @@ from jsonschema import Draft202012Validator
 
 from auditor.compare import baseline as baseline_module
 from auditor.compare.capture import capture, render
+from auditor.errors import InputError
 from auditor.inputschema import json_view, load_schema
+from auditor.judge.waivers import load_waivers
 from auditor.models import SEVERITIES, SSHOptions
 from auditor.targets import inventory as inventory_module
 from auditor.yamlload import load_yaml_text
@@ -106,6 +108,26 @@ def test_check_jsonschema_reads_waiver_dates_as_the_loader_does(tmp_path: Path) 
     bad.write_text("- {rule: x, hosts: ['*'], reason: r, expires: '2026-02-30'}\n")
     done = check_jsonschema("--schemafile", schema, str(bad))
     assert done.returncode == 1 and "is not a 'date'" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(("expires", "valid"), [
+    ("2026-09-30", True), ("'2026-09-30'", True),
+    ("2026-09-30T12:00:00+14:00", False), ("'2026-09-30T12:00:00Z'", False), ("2026-09-30 12:00:00", False),
+    ("'2026-9-3'", False), ("'2026-02-30'", False), ("2026-02-30", False),
+])
+def test_check_jsonschema_and_the_loader_agree_on_waiver_expires(tmp_path: Path, expires: str, valid: bool) -> None:
+    """`expires` is a date only, quoted or not: a time of day is refused by both, not by one of them."""
+    path = tmp_path / "w.yaml"
+    path.write_text(f"- {{rule: x, hosts: ['*'], reason: r, expires: {expires}}}\n")
+    done = check_jsonschema("--schemafile", str(SCHEMAS / "waivers.schema.json"), str(path))
+    assert done.returncode == (0 if valid else 1), done.stdout + done.stderr
+    try:
+        load_waivers(str(path))
+        loaded = True
+    except InputError as exc:
+        assert (exc.path, exc.line) == (str(path), 1)
+        loaded = False
+    assert loaded is valid
 
 
 def readme_blocks() -> list[Any]:

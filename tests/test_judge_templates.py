@@ -80,6 +80,9 @@ def context(snap: dict, item: object = None) -> dict:
     ("{{ 1" + " + 1" * 3000 + " }}", "nested too deeply"),
     ("x" * 20000, "20000 characters, over the limit 16384"),
     ("{{ bogus }}", "undefined name 'bogus'"),
+    ("{{ self }}", "'self' is jinja's own name"),  # find_undeclared_variables never reports it
+    ("{% set self = 1 %}{{ self }}", "'self' is jinja's own name"),
+    ("{{ super }}", "'super' is jinja's own name"),
     ("{{ item.nme }}", "unknown fact path 'facts.systemd.units[].nme'"),
     ("{{ params.max_restarts }}", "unknown parameter params.max_restarts"),
     ("{{ evidence.restart }}", "unknown evidence name evidence.restart (did you mean restarts?)"),

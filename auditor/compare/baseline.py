@@ -31,7 +31,7 @@ import re2  # type: ignore[import-untyped]
 from ..errors import InputError
 from ..factpath import area_of
 from ..inputschema import Form, check, json_view
-from ..yamlload import LineDict, LineList, load_yaml_file
+from ..yamlload import LineDict, LineList, as_text, load_yaml_file
 from .normalize import leaf_spec
 
 BASELINE_SCHEMA = "ami-auditor/baseline/1"
@@ -142,8 +142,9 @@ def _coerce(value: Any, kind: str, where: str, file: str, line: int | None) -> A
     raise InputError(f"{where}: facts of type {kind} cannot be baselined", file, line)
 
 
-def _expect(path: str, raw: Any, file: str, line: int | None) -> Expect:
+def _expect(path: str, expect: LineDict, file: str, line: int | None) -> Expect:
     """One `expect` entry (its shape checked by the schema): a known, stable fact; values of its type."""
+    raw = expect[path]
     resolved = leaf_spec(path)
     if resolved is None:
         raise InputError(f"unknown fact path {path!r} (see auditor/collect/facts.yaml)", file, line)
@@ -153,9 +154,17 @@ def _expect(path: str, raw: Any, file: str, line: int | None) -> Expect:
     if isinstance(raw, LineDict):
         return Expect(path, pattern=compile_pattern(raw["pattern"], path, file, line), line=line)
     if isinstance(raw, LineList):
-        return Expect(path, tuple(_coerce(item, kind, path, file, raw.line_of(i)) for i, item in enumerate(raw)),
-                      line=line)
-    return Expect(path, (_coerce(raw, kind, path, file, line),), line=line)
+        return Expect(path, tuple(_coerce(_text(raw, i, kind, path, file), kind, path, file, raw.line_of(i))
+                                  for i in range(len(raw))), line=line)
+    return Expect(path, (_coerce(_text(expect, path, kind, path, file), kind, path, file, line),), line=line)
+
+
+def _text(node: Any, key: Any, kind: str, path: str, file: str) -> Any:
+    """node[key]; for a string fact, a number only as it was written (`0.270` is not "0.27": quote it)."""
+    value = node[key]
+    if kind != "string" or isinstance(value, bool) or value is None:
+        return value
+    return as_text(node, key, file, path)
 
 
 def _complete(doc: LineDict, file: str) -> tuple[str, ...]:
@@ -175,11 +184,11 @@ def parse_baseline(doc: Any, file: str) -> Baseline:
         raise InputError("empty baseline file", file, 1)
     check(doc, BASELINE_FORM, file)  # the declared format first: keys, version, value shapes
     expect = {}
-    for path, raw in doc["expect"].items():
+    for path in doc["expect"]:
         line = doc["expect"].line_of(path)
         if not isinstance(path, str):
             raise InputError(f"fact path must be a string, got {path!r}", file, line)
-        expect[path] = _expect(path, raw, file, line)
+        expect[path] = _expect(path, doc["expect"], file, line)
     ignore = tuple(doc.get("ignore") or ())
     complete = _complete(doc, file)
     areas = frozenset(area_of(p) for p in [*expect, *complete])

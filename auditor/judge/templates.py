@@ -54,6 +54,9 @@ def _chain(node: nodes.Node) -> tuple[str, list[str]] | None:
     return None
 
 
+_JINJA_OWN = frozenset({"self", "super"})  # names jinja declares itself in every template or block
+
+
 def _known(head: str, name: str, known: Collection[str], what: str) -> str | None:
     """An error message when `head.name` is not one of `known`."""
     if name in known:
@@ -64,7 +67,13 @@ def _known(head: str, name: str, known: Collection[str], what: str) -> str | Non
 
 
 def _check_names(ast: nodes.Template, allowed: set[str]) -> None:
-    """StrictUndefined for names, at load time: every name read is a context name or set in the template."""
+    """StrictUndefined for names, at load time: every name read is a context name or set in the template.
+    find_undeclared_variables never reports jinja's own `self` (the template reference) or `super`: refused
+    by name, so they cannot slip past the allowlist."""
+    internal = next((n for n in ast.find_all(nodes.Name) if n.name in _JINJA_OWN), None)
+    if internal is not None:
+        raise TemplateError(f"title template: {internal.name!r} is jinja's own name, not one a title can use; "
+                            f"a title can use {', '.join(sorted(allowed))} and names it sets", internal.lineno)
     for name in sorted(meta.find_undeclared_variables(ast) - allowed):
         line = next((n.lineno for n in ast.find_all(nodes.Name) if n.name == name), 1)
         extra = " (item is only defined in rules with `select`)" if name == "item" else ""

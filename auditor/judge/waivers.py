@@ -15,6 +15,7 @@ The file's shape is declared in schemas/waivers.schema.json; the code checks the
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
@@ -22,7 +23,7 @@ from fnmatch import fnmatchcase
 from ..errors import InputError
 from ..inputschema import Form, check
 from ..models import Finding
-from ..yamlload import LineDict, load_yaml_file
+from ..yamlload import LineDict, as_text, load_yaml_file
 
 
 @dataclass(frozen=True)
@@ -49,19 +50,21 @@ class Waiver:
         return self.item is None or (finding.item is not None and fnmatchcase(finding.item, self.item))
 
 
+_YMD = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 WAIVERS_FORM = Form("waivers", "the waivers file", list_name="waivers")
 
 
-def _date(value: object, path: str, line: int) -> dt.date:
-    """`expires`: a YAML date, or ISO text the schema let through (2026-02-30 is refused here)."""
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
+def _date(node: LineDict, path: str) -> dt.date:
+    """`expires`: a date written YYYY-MM-DD, quoted or not, as the schema says (so editors agree): a time of day
+    (`2026-09-30T12:00:00Z`), YAML 1.1's one-digit `2026-9-3` and 2026-02-30 are refused here too."""
+    value, line = node["expires"], node.line_of("expires")
+    written = node.key_texts.get("expires", value) if isinstance(value, dt.date) else value
     try:
-        return dt.date.fromisoformat(str(value))
+        if isinstance(value, dt.datetime) or not _YMD.match(str(written)):
+            raise ValueError
+        return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
     except ValueError:
-        raise InputError(f"expires: {value!r} is not a date (YYYY-MM-DD)", path, line) from None
+        raise InputError(f"expires: {str(written)!r} is not a date (YYYY-MM-DD)", path, line) from None
 
 
 def _waiver(node: LineDict, path: str, rule_ids: set[str] | None) -> Waiver:
@@ -72,8 +75,9 @@ def _waiver(node: LineDict, path: str, rule_ids: set[str] | None) -> Waiver:
     hosts = node.get("hosts") or ()
     labels = node.get("labels") or {}
     return Waiver(rule, (hosts,) if isinstance(hosts, str) else tuple(hosts),
-                  tuple((str(k), str(v)) for k, v in labels.items()), node.get("item"), node["reason"].strip(),
-                  _date(node["expires"], path, node.line_of("expires")), path, node.line)
+                  tuple((str(k), as_text(labels, k, path, f"labels.{k}")) for k in labels), node.get("item"),
+                  node["reason"].strip(),
+                  _date(node, path), path, node.line)
 
 
 def load_waivers(path: str, rule_ids: set[str] | None = None) -> list[Waiver]:

@@ -28,7 +28,7 @@ from urllib.parse import SplitResult, parse_qsl, urlsplit
 from ..errors import InputError
 from ..inputschema import Form, check
 from ..models import HostSpec, SSHOptions
-from ..yamlload import line_of, load_yaml_file
+from ..yamlload import as_text, line_of, load_yaml_file
 
 # hosts are named by `name` in messages; string values are never echoed (a user or jump host may hold a password)
 INVENTORY_FORM = Form("inventory", "the inventory", {"hosts": ("host", "name")}, show_strings=False)
@@ -246,11 +246,12 @@ class _Inventory:
                         options=options)
 
     def labels(self, value: dict | None) -> dict[str, str]:
-        """Labels as text; a key YAML read as a number or boolean (JSON would see text) is refused."""
+        """Labels as text; a key YAML read as a number or boolean (JSON would see text) is refused, and so is a
+        value YAML read as a number other than its text (`010` is 8: yamlload.as_text)."""
         for k in value or {}:
             if not isinstance(k, str):
                 raise self.fail(f"label name {k!r} must be a string", value, k)
-        return {k: str(v) for k, v in (value or {}).items()}
+        return {k: as_text(value, k, self.file, f"label {k}") for k in value or {}}
 
     def ssh_fields(self, value: dict | None, what: str) -> dict[str, Any]:
         """SSHOptions fields present in `value` (only those given, for merging): paths resolved, no passwords."""

@@ -1,13 +1,18 @@
 """Where an SSH target leads: the hops (jump hosts first, the target last) with ssh_config applied.
 
 paramiko's SSHConfig only parses, so HostName/User/Port/IdentityFile/ProxyJump are applied here by hand
-(FIELD-NOTES §9). Pure but for reading the ssh_config file: no network.
+(FIELD-NOTES §9). Pure but for reading the ssh_config file: no network, no commands. paramiko's lookup would
+run a `Match exec` command (through invoke) and resolve names for CanonicalizeHostname, so an ssh_config with
+`Match exec` is refused (file:line) before any lookup, and CanonicalizeHostname is ignored (names are resolved
+when connecting, as for any host).
 """
 
 from __future__ import annotations
 
 import getpass
 import os
+import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -15,7 +20,12 @@ from urllib.parse import urlsplit
 import paramiko
 
 from ..errors import InputError
+from ..inputfile import read_text
 from ..models import HostSpec, SSHOptions
+
+MAX_SSH_CONFIG_BYTES = 1 << 20
+_SETTING = re.compile(r"(\w+)(?:\s*=\s*|\s+)(.+)")  # paramiko's SETTINGS_REGEX: keyword, value
+_NO_ARGUMENT = {"all", "canonical", "final"}  # Match criteria that take no argument
 
 
 @dataclass(frozen=True)
@@ -79,10 +89,47 @@ def load_ssh_config(opts: SSHOptions) -> paramiko.SSHConfig:
         path = Path.home() / ".ssh" / "config"
         if not path.is_file():
             return paramiko.SSHConfig()
+    text = _inert(read_text(path, MAX_SSH_CONFIG_BYTES), str(path))
     try:
-        return paramiko.SSHConfig.from_path(str(path))
+        return paramiko.SSHConfig.from_text(text)
     except (OSError, paramiko.ssh_exception.ConfigParseError) as exc:
         raise InputError(f"cannot parse ssh_config: {exc}", str(path)) from None
+
+
+def check_ssh_configs(specs: list[HostSpec]) -> None:
+    """Load every ssh:// host's ssh_config once, before any host is contacted: a missing or refused one
+    (`Match exec`) is bad input for the whole run, named by file and line, not one host's error."""
+    seen: set[str | None] = set()
+    for spec in specs:
+        if spec.target.startswith("ssh://") and spec.ssh.ssh_config not in seen:
+            seen.add(spec.ssh.ssh_config)
+            load_ssh_config(spec.ssh)
+
+
+def _inert(text: str, path: str) -> str:
+    """The ssh_config text with nothing a lookup could run or resolve: `Match exec` (a command, in any case,
+    negated or as `exec=`) is InputError at its line; CanonicalizeHostname lines are dropped (DNS lookups)."""
+    kept: list[str] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        setting = _SETTING.match(raw.strip())
+        keyword = setting.group(1).lower() if setting else ""
+        if keyword == "canonicalizehostname":
+            kept.append("")
+            continue
+        if keyword == "match" and setting:
+            try:
+                tokens = shlex.split(setting.group(2))
+            except ValueError:
+                raise InputError("cannot parse ssh_config: unbalanced quotes in Match", path, number) from None
+            while tokens:
+                criterion = tokens.pop(0).lstrip("!").split("=", 1)[0].lower()
+                if criterion == "exec":
+                    raise InputError("`Match exec` would run a command; ami-auditor never runs commands from an "
+                                     "ssh_config (use Match host/user, or a Host block)", path, number)
+                if criterion not in _NO_ARGUMENT and tokens:
+                    tokens.pop(0)
+        kept.append(raw)
+    return "\n".join(kept)
 
 
 def resolve_route(spec: HostSpec, config: paramiko.SSHConfig | None = None) -> list[Hop]:

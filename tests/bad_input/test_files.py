@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,6 +148,39 @@ _CASES = [
     Case("set-huge-int", "set", None, "", "digits", "cgroups.dying_warn=" + BIG_INT),
     Case("set-alias-bomb", "set", None, "", "alias", "cgroups.dying_warn={" + bomb().replace("\n", ", ") + "}"),
     Case("set-deep-nesting", "set", None, "", "nest", "cgroups.dying_warn=" + "[" * DEEP + "]" * DEEP),
+    # an unquoted date where text is wanted (YAML reads it as a date; the loaders want a str)
+    Case("rules-date-title", "rules", "pack: t\n" + RULE.replace("title: x", "title: 2026-01-01"), ":4", "is a date"),
+    Case("rules-date-tag", "rules", "pack: t\n" + RULE + "    tags: [2026-01-01]\n", ":7", "quote it"),
+    Case("waivers-date-reason", "waivers", WAIVER.replace("reason: r", "reason: 2026-10-01")
+         + "    expires: 2026-09-30\n", ":4", "is a date"),
+    Case("waivers-date-hosts", "waivers", WAIVER.replace("['*']", "2026-01-01") + "    expires: 2030-01-01\n", ":3",
+         "date"),
+    Case("waivers-date-item", "waivers", WAIVER + "    item: 2026-01-01\n    expires: 2030-01-01\n", ":5",
+         "is a date"),
+    Case("baseline-date-pattern", "baseline",
+         BASE + "expect:\n  facts.binaries[kubelet].version: {pattern: 2026-01-01}\n", ":4", "is a date"),
+    Case("inventory-date-name", "inventory", INV.replace("name: h1", "name: 2026-01-01"), ":2", "is a date"),
+    Case("inventory-date-identity-file", "inventory", INV + "    ssh: {identity_file: 2026-01-01T10:00:00}\n", ":4",
+         "is a date"),
+    # NaN and infinities: NaN equals nothing (always drifts, never fires) and JSON output cannot hold them
+    Case("baseline-nan", "baseline", BASE + "expect:\n  facts.kernel.hugepages_total: .nan\n", ":4", "finite"),
+    Case("baseline-float-overflow", "baseline", BASE + "expect:\n  facts.kernel.hugepages_total: [1, 1.0e+999]\n",
+         ":4", "finite"),
+    Case("inventory-nan-timeout", "inventory", INV + "    ssh: {connect_timeout: .NaN}\n", ":4", "finite"),
+    Case("rules-param-inf", "rules", "pack: t\nparams:\n  n: .inf\n" + RULE, ":3", "finite"),
+    Case("rules-config-minus-inf", "rules-config", "cgroups:\n  dying_warn: -.Inf\n", ":2", "finite"),
+    Case("waivers-nan-label", "waivers", WAIVER + "    labels: {az: .nan}\n    expires: 2030-01-01\n", ":5", "finite"),
+    Case("set-nan", "set", None, "", "finite", "cgroups.dying_warn=.nan"),
+    # YAML 1.1 reads these as numbers whose str() is other text: refused, "quote it" (never silently changed)
+    Case("baseline-number-text", "baseline", BASE + "expect:\n  facts.os.version_id: 0.270\n", ":4", "quote it"),
+    Case("baseline-number-text-in-list", "baseline", BASE + "expect:\n  facts.os.version_id: ['12',\n    1.10]\n",
+         ":5", "'1.10'"),
+    Case("inventory-octal-label", "inventory", INV + "    labels: {rack: 010}\n", ":4", "the number 8"),
+    Case("inventory-sexagesimal-label", "inventory", INV.replace("name: h1", "name: h1\n    labels:\n      win: 10:30"),
+         ":4", "the number 630"),
+    Case("inventory-hex-default-label", "inventory", "defaults:\n  labels: {hex: 0x1F}\n" + INV, ":2", "quote it"),
+    Case("waivers-number-label", "waivers", WAIVER + "    labels: {az: 010}\n    expires: 2030-01-01\n", ":5",
+         "quote it"),
     # saved reports (report FILE --out DIR)
     Case("report-nan", "report", raw_json(REP_TEXT, "duration_s", "NaN"), "/hosts/0/duration_s", "NaN"),
     Case("report-infinity", "report", raw_json(REP_TEXT, "duration_s", "Infinity"), "/hosts/0/duration_s",
@@ -186,16 +219,6 @@ _CASES = [
 ]
 CASES = [c.id for c in _CASES]  # counted by the suite's reliability summary
 BY_ID = {c.id: c for c in _CASES}
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    """A loopback TCP listener standing in for a host: a case passes only if nobody connected to it."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(8)
-        s.setblocking(False)
-        yield s
 
 
 def unblock_fifo_later(fifo: Path, stop: threading.Event, hung: list[bool]) -> None:
