@@ -64,7 +64,7 @@ def _run_batch(batch: tuple[int, Sequence[str]]) -> Part:
     assert _WORKER is not None
     start, paths = batch
     for offset, path in enumerate(_read_ahead(paths)):
-        _WORKER.add(read_host(path), start + offset)
+        _WORKER.add(read_host(path), start + offset, path)
     return _WORKER.take()
 
 
@@ -76,7 +76,7 @@ def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int
     try:
         if jobs <= 1 or len(files) <= size:
             for path in _read_ahead(files):
-                core.add(read_host(path))
+                core.add(read_host(path), source=path)
             return
         _WORKER = Evaluation(core.plan, core.judge, worker=True, sidecar=core.sidecar)
         pool = multiprocessing.get_context("fork").Pool(jobs, initializer=forked_child_signals)

@@ -1,0 +1,67 @@
+"""`analyze` over hostile or unlucky snapshot directories: duplicate names, odd file names, unreadable files,
+workers that die. Each case is real files read by the real command (workers are real forked processes)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor import analysis
+from auditor.context import Env
+from auditor.evaluate import files
+from auditor.options import AnalyzeOptions, CompareOptions, HistoryOptions, RenderOptions
+
+REPO = Path(__file__).resolve().parents[1]
+FLEET = REPO / "tests" / "data" / "compare" / "fleet"
+
+
+def _snap(base: str, name: str, **changes: Any) -> dict[str, Any]:
+    s = json.loads((FLEET / f"{base}.json").read_text())
+    s["name"] = name
+    if "release" in changes:
+        s["facts"]["kernel"]["release"] = changes["release"]
+    return s
+
+
+def _run(dirs: list[Path], tmp: Path, jobs: int = 1, **compare: Any) -> tuple[int, dict[str, Any], str]:
+    """The analysis in this process (workers fork from it): exit code, the JSON report, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    opts = AnalyzeOptions(dirs=tuple(map(str, dirs)), jobs=jobs, compare=CompareOptions(**compare),
+                          render=RenderOptions(formats="json", out=str(tmp / "out")),
+                          history=HistoryOptions(no_store=True))
+    code = analysis.analyze(opts, Env(out, err))
+    return code, json.loads((tmp / "out" / "report.json").read_text()), err.getvalue()
+
+
+def _write(d: Path, named: dict[str, dict[str, Any]]) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    for file, snap in named.items():
+        (d / file).write_text(json.dumps(snap))
+    return d
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_configuration_first_met_on_a_refused_duplicate_is_still_compared(tmp_path: Path, jobs: int,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The view of configuration U arrives with a duplicate (refused); later hosts of U bring only its number."""
+    monkeypatch.setattr(files, "BATCH", 2)
+    named = {"f00.json": _snap("a1", "first")}
+    for i in range(4):  # batches led by a duplicate of `first` in configuration U: each worker meets U there
+        named[f"f{2 * i + 1:02d}.json"] = _snap("a1", "first", release="9.9.9-unique")
+        named[f"f{2 * i + 2:02d}.json"] = _snap("b1", f"x{i}")
+    for i in range(4):  # then hosts of U under their own names, in later batches
+        named[f"g{i}.json"] = _snap("a1", f"u{i}", release="9.9.9-unique")
+    d = _write(tmp_path / "d", named)
+    code, doc, err = _run([d], tmp_path, jobs, group_by="az")
+    assert code in (1, 3), err  # findings, or incomplete: the duplicates are error hosts
+    status = [(h["name"], h["status"]) for h in doc["hosts"]]
+    assert status.count(("first", "ok")) == 1 and status.count(("first", "error")) == 4
+    assert all(s == "ok" for n, s in status if n != "first")
+    dups = [h["error"] for h in doc["hosts"] if h["status"] == "error"]
+    assert all(e.startswith("duplicate host name") for e in dups)
+    assert sorted(e.split("this one is ")[1] for e in dups) == [str(d / f"f{2 * i + 1:02d}.json") + ")"
+                                                                for i in range(4)]
