@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +29,13 @@ def _snap(base: str, name: str, **changes: Any) -> dict[str, Any]:
     return s
 
 
-def _run(dirs: list[Path], tmp: Path, jobs: int = 1, **compare: Any) -> tuple[int, dict[str, Any], str]:
+def _run(dirs: list[Path], tmp: Path, jobs: int = 1, store: Path | None = None,
+         **compare: Any) -> tuple[int, dict[str, Any], str]:
     """The analysis in this process (workers fork from it): exit code, the JSON report, stderr."""
     out, err = io.StringIO(), io.StringIO()
+    history = HistoryOptions(store=str(store)) if store is not None else HistoryOptions(no_store=True)
     opts = AnalyzeOptions(dirs=tuple(map(str, dirs)), jobs=jobs, compare=CompareOptions(**compare),
-                          render=RenderOptions(formats="json", out=str(tmp / "out")),
-                          history=HistoryOptions(no_store=True))
+                          render=RenderOptions(formats="json,html,junit,md", out=str(tmp / "out")), history=history)
     code = analysis.analyze(opts, Env(out, err))
     return code, json.loads((tmp / "out" / "report.json").read_text()), err.getvalue()
 
@@ -65,3 +68,17 @@ def test_a_configuration_first_met_on_a_refused_duplicate_is_still_compared(tmp_
     assert all(e.startswith("duplicate host name") for e in dups)
     assert sorted(e.split("this one is ")[1] for e in dups) == [str(d / f"f{2 * i + 1:02d}.json") + ")"
                                                                 for i in range(4)]
+
+
+def test_a_bad_file_whose_name_is_not_utf8_is_its_hosts_error_in_every_report_and_the_store(tmp_path: Path) -> None:
+    d = _write(tmp_path / "d", {"good.json": _snap("a1", "good")})
+    with open(os.path.join(os.fsencode(d), b"x\xff.json"), "wb") as f:
+        f.write(b"{")
+    code, doc, err = _run([d], tmp_path, store=tmp_path / "s.sqlite3")
+    assert code == 3, err
+    bad = [h for h in doc["hosts"] if h["status"] == "error"]
+    assert [h["name"] for h in bad] == ["x\\xff"] and bad[0]["target"] == f"{d}/x\\xff.json"
+    assert f"{d}/x\\xff.json" in bad[0]["error"]
+    with sqlite3.connect(tmp_path / "s.sqlite3") as db:
+        rows = sorted(db.execute("SELECT host, status FROM scan_hosts").fetchall())
+    assert rows == [("good", "ok"), ("x\\xff", "error")]

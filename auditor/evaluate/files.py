@@ -27,15 +27,26 @@ def read_host(path: str) -> HostResult:
     try:
         snap = load_snapshot_file(path)
     except (InputError, OSError) as exc:
-        return HostResult(HostSpec(Path(path).stem, path, {}), "error", _why(exc))
+        shown = text_of(path)
+        return HostResult(HostSpec(Path(shown).stem, shown, {}), "error", text_of(_why(exc)))
     return as_result(snap, path)
 
 
 def as_result(snap: Snapshot, path: str) -> HostResult:
     """A saved snapshot as its host's result: named by the snapshot (else by its file), labels from it."""
-    name = str(snap.get("name") or Path(path).stem)
-    return HostResult(HostSpec(name, str(snap.get("target") or path), dict(snap.get("labels") or {})), "ok",
+    shown = text_of(path)
+    name = str(snap.get("name") or Path(shown).stem)
+    return HostResult(HostSpec(name, str(snap.get("target") or shown), dict(snap.get("labels") or {})), "ok",
                       None, snap)
+
+
+def text_of(text: str) -> str:
+    """`text` as it can be written (a report, the store): a file name's bytes that are not UTF-8 (Python's
+    surrogate escapes, which no encoder takes) shown as `\\xff`."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _why(exc: BaseException) -> str:
@@ -64,7 +75,7 @@ def _run_batch(batch: tuple[int, Sequence[str]]) -> Part:
     assert _WORKER is not None
     start, paths = batch
     for offset, path in enumerate(_read_ahead(paths)):
-        _WORKER.add(read_host(path), start + offset, path)
+        _WORKER.add(read_host(path), start + offset, text_of(path))
     return _WORKER.take()
 
 
@@ -76,7 +87,7 @@ def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int
     try:
         if jobs <= 1 or len(files) <= size:
             for path in _read_ahead(files):
-                core.add(read_host(path), source=path)
+                core.add(read_host(path), source=text_of(path))
             return
         _WORKER = Evaluation(core.plan, core.judge, worker=True, sidecar=core.sidecar)
         pool = multiprocessing.get_context("fork").Pool(jobs, initializer=forked_child_signals)
