@@ -6,7 +6,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +86,40 @@ def test_a_bad_file_whose_name_is_not_utf8_is_its_hosts_error_in_every_report_an
     with sqlite3.connect(tmp_path / "s.sqlite3") as db:
         rows = sorted(db.execute("SELECT host, status FROM scan_hosts").fetchall())
     assert rows == [("good", "ok"), ("x\\xff", "error")]
+
+
+def test_a_worker_killed_by_sigkill_names_the_hosts_it_held_and_the_rest_is_judged(tmp_path: Path) -> None:
+    """As the OOM killer would: the batch the worker held is its hosts' error (exit 3, or 1 for findings),
+    the other batches are judged, and the run ends (it waited forever on multiprocessing.Pool)."""
+    d = tmp_path / "many"
+    d.mkdir()
+    bases = [_snap(b, "") for b in ("a1", "b1", "b3")]
+    n = files.BATCH * 6
+    for i in range(n):
+        bases[i % 3]["name"] = f"m{i:05d}"
+        (d / f"m{i:05d}.json").write_text(json.dumps(bases[i % 3]))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--jobs", "2", "--no-store",
+                             "--format", "json", "--out", str(out), "-q"], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    children: list[int] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not children:
+        children = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        time.sleep(0.02)
+    assert children, "no worker started"
+    os.kill(children[0], signal.SIGKILL)
+    try:
+        code = proc.wait(timeout=240)  # a bound, not a timing: it used to wait forever
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = proc.stderr.read() if proc.stderr else ""
+    assert code in (1, 3), err
+    hosts = json.loads((out / "report.json").read_text())["hosts"]
+    assert [h["name"] for h in hosts] == [f"m{i:05d}" for i in range(n)]  # file order, every file once
+    lost = [h for h in hosts if h["status"] == "error"]
+    assert len(lost) == files.BATCH  # the one batch the worker held
+    assert all(h["error"] == "not evaluated: the worker process reading it died (killed by SIGKILL, signal 9)"
+               for h in lost)
+    assert sum(h["status"] == "ok" for h in hosts) == n - files.BATCH

@@ -5,7 +5,6 @@ snapshot is that host's status (`error`, naming the file and line), never the en
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from ..interrupt import forked_child_signals
 from ..models import HostResult, HostSpec
 from ..snapshotdoc import Snapshot
 from .core import Evaluation, Part
+from .forked import Forked, Lost
 
 BATCH = 500  # files per task: big enough to amortize a task, small enough to stream
 READ_AHEAD = 32  # files the kernel is asked to read ahead of the one being parsed (~2.5 MB of snapshots)
@@ -90,15 +90,19 @@ def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int
                 core.add(read_host(path), source=text_of(path))
             return
         _WORKER = Evaluation(core.plan, core.judge, worker=True, sidecar=core.sidecar)
-        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=forked_child_signals)
-        try:
-            for part in pool.imap(_run_batch, _batches(files, size)):
-                core.merge(part)
-            pool.close()
-        except BaseException:
-            pool.terminate()  # SIGTERM: workers die at once (default action), whatever they hold
-            raise
-        finally:
-            pool.join()
+        with Forked(_run_batch, jobs, forked_child_signals) as pool:
+            for (start, paths), part in pool.ordered(list(_batches(files, size))):
+                if isinstance(part, Lost):
+                    _not_evaluated(core, start, paths, part.how)
+                else:
+                    core.merge(part)
     finally:
         _WORKER = None
+
+
+def _not_evaluated(core: Evaluation, start: int, paths: Sequence[str], how: str) -> None:
+    """The files of a batch whose worker died (the OOM killer): each its host's error, the run incomplete."""
+    for offset, path in enumerate(paths):
+        shown = text_of(path)
+        why = f"not evaluated: the worker process reading it died ({how})"
+        core.add(HostResult(HostSpec(Path(shown).stem, shown, {}), "error", why), start + offset, shown)

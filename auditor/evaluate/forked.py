@@ -1,0 +1,158 @@
+"""Tasks on forked worker processes, each result handed over in task order; a worker that dies (the OOM
+killer's SIGKILL) makes the task it held a `Lost` result naming how it died, never a wait without end.
+
+multiprocessing.Pool replaces a dead worker but drops the task it held, so `imap` waited for it forever.
+Here each worker holds one task at a time on its own pipe, and the parent waits on the pipes and on the
+processes' exit together. A stop (SIGTERM/SIGINT raised in the parent) leaves the `with` block, which
+ends every worker with SIGTERM (their default action: they die at once, whatever they hold).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any, Generic, TypeVar
+
+from .. import interrupt
+
+T = TypeVar("T")
+POLL_S = 0.5  # the parent's wait between checks for a stop seen by another thread
+QUIT_S = 10.0  # how long a worker told to quit may take before it is killed
+
+
+@dataclass(frozen=True)
+class Lost:
+    """A task whose worker died holding it."""
+
+    how: str  # "killed by SIGKILL, signal 9", "exited with status 1"
+
+
+@dataclass
+class _Worker:
+    proc: Any  # multiprocessing's forked Process
+    conn: Connection
+    task: int | None = None  # the index of the task it holds
+
+
+class Forked(Generic[T]):
+    """`jobs` forked processes running `work` (each runs `init` first); use as a context manager."""
+
+    def __init__(self, work: Callable[[T], Any], jobs: int, init: Callable[[], None]):
+        self._work, self._jobs, self._init = work, max(1, jobs), init
+        self._ctx = multiprocessing.get_context("fork")
+        self._workers: list[_Worker] = []
+
+    def __enter__(self) -> Forked[T]:
+        return self
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        self.close(kill=kind is not None)
+
+    def ordered(self, tasks: Sequence[T]) -> Iterator[tuple[T, Any]]:
+        """(task, its result or Lost) for every task, in task order; a task's exception is raised here."""
+        done: dict[int, Any] = {}
+        handed = given = 0
+        while given < len(tasks):
+            while handed < len(tasks) and len(self._workers) < self._jobs:
+                self._start()
+            for w in [w for w in self._workers if w.task is None and handed < len(tasks)]:
+                try:
+                    w.conn.send(tasks[handed])
+                except OSError:  # it died idle: the task goes to the next worker
+                    self._drop(w)
+                    continue
+                w.task, handed = handed, handed + 1
+            self._collect(done)
+            while given in done:
+                yield tasks[given], done.pop(given)
+                given += 1
+
+    def _start(self) -> None:
+        mine, theirs = self._ctx.Pipe()
+        proc = self._ctx.Process(target=_serve, args=(self._work, theirs, self._init), daemon=True,
+                                 name="ami-auditor-worker")
+        proc.start()
+        theirs.close()
+        self._workers.append(_Worker(proc, mine))
+
+    def _collect(self, done: dict[int, Any]) -> None:
+        """Wait for a result or a death; file each under its task."""
+        busy = [w for w in self._workers if w.task is not None]
+        ready = set(wait([o for w in busy for o in (w.conn, w.proc.sentinel)], timeout=POLL_S))
+        interrupt.check()
+        for w in busy:
+            if w.conn not in ready and w.proc.sentinel not in ready:
+                continue
+            assert w.task is not None
+            reply = _reply(w.conn)
+            if reply is not None:
+                ok, value = reply
+                if not ok:
+                    raise value
+                done[w.task], w.task = value, None
+            elif not w.proc.is_alive():  # nothing (more) to read, and gone
+                done[w.task] = Lost(_how(w.proc.exitcode))
+                self._drop(w)
+
+    def _drop(self, w: _Worker) -> None:
+        w.proc.join()
+        w.conn.close()
+        self._workers.remove(w)
+
+    def close(self, kill: bool) -> None:
+        """Tell each worker to quit (kill: SIGTERM each at once), and reap them all."""
+        for w in self._workers:
+            if kill:
+                w.proc.terminate()
+            else:
+                with contextlib.suppress(OSError):
+                    w.conn.send(None)
+        for w in self._workers:
+            w.proc.join(None if kill else QUIT_S)
+            if w.proc.is_alive():
+                w.proc.kill()
+                w.proc.join()
+            w.conn.close()
+        self._workers = []
+
+
+def _reply(conn: Connection) -> tuple[bool, Any] | None:
+    """A worker's reply, or None when there is none (its pipe closed, a reply cut off by its death)."""
+    try:
+        return conn.recv() if conn.poll() else None  # type: ignore[no-any-return]
+    except (EOFError, OSError):
+        return None
+
+
+def _how(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}, signal {-code}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _serve(work: Callable[[Any], Any], conn: Connection, init: Callable[[], None]) -> None:
+    """A worker: tasks from the pipe until None or the parent is gone, each reply (True, result) or
+    (False, the exception), so the parent raises a task's bug as Pool did."""
+    init()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        try:
+            reply: tuple[bool, Any] = (True, work(task))
+        except Exception as exc:  # noqa: BLE001 - raised in the parent
+            reply = (False, exc)
+        try:
+            conn.send(reply)
+        except Exception as exc:  # noqa: BLE001 - an exception that does not pickle: its text does
+            conn.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
