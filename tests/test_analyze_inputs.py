@@ -123,3 +123,25 @@ def test_a_worker_killed_by_sigkill_names_the_hosts_it_held_and_the_rest_is_judg
     assert all(h["error"] == "not evaluated: the worker process reading it died (killed by SIGKILL, signal 9)"
                for h in lost)
     assert sum(h["status"] == "ok" for h in hosts) == n - files.BATCH
+
+
+def test_an_unreadable_file_named_like_a_good_host_is_named_by_its_file(tmp_path: Path) -> None:
+    """d1/h01.json is cut off, d2/h01.json is host h01's snapshot: h01 is judged from d2, the error is
+    d1/h01.json's, and the store records each under its own name (it recorded h01 as `error` with d2's data)."""
+    d1, d2 = tmp_path / "d1", _write(tmp_path / "d2", {"h01.json": _snap("a1", "h01"), "h00.json": _snap("b1", "h00")})
+    d1.mkdir()
+    (d1 / "h01.json").write_text('{"trunc')
+    (d1 / "h02.json").write_text('{"trunc')  # collides with nothing: keeps its stem
+    (d2 / "h02.json").write_text("[]")  # an unreadable file again named h02: by its file
+    code, doc, err = _run([d1, d2], tmp_path, store=tmp_path / "s.sqlite3")
+    assert code in (1, 3), err
+    names = [(h["name"], h["status"]) for h in doc["hosts"]]
+    assert names == [(f"{d1}/h01.json", "error"), ("h02", "error"), ("h00", "ok"), ("h01", "ok"),
+                     (f"{d2}/h02.json", "error")]
+    assert f"{d1}/h01.json" in doc["hosts"][0]["error"]
+    with sqlite3.connect(tmp_path / "s.sqlite3") as db:
+        rows = sorted(db.execute("SELECT host, status, snapshot IS NOT NULL FROM scan_hosts").fetchall())
+        found = {h for (h,) in db.execute("SELECT DISTINCT host FROM findings")}
+    assert rows == sorted([(f"{d1}/h01.json", "error", 0), ("h02", "error", 0), ("h00", "ok", 1), ("h01", "ok", 1),
+                           (f"{d2}/h02.json", "error", 0)])
+    assert found <= {"h00", "h01"}

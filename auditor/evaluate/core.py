@@ -14,7 +14,7 @@ counted twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import count
 from typing import Any
 
@@ -175,6 +175,7 @@ class Evaluation:
             raise RuntimeError("Evaluation.finish() runs once")
         self._finished = True
         entries = sorted(self._entries, key=lambda e: e.position)
+        self._name_unread(entries)
         report = Report(hosts=[e.host for e in entries], generated_at=generated_at, fail_on=self.plan.fail_on,
                         notes=list(notes))
         findings = [f for e in entries for f in e.findings]
@@ -190,6 +191,24 @@ class Evaluation:
             e.findings, e.view, e.attrs, e.slice, e.fleet = [], None, None, None, ()
         self._builder, self._shared, self._unadopted = IndexBuilder(), Shared(), {}
         return report
+
+
+    def _name_unread(self, entries: list[Entry]) -> None:
+        """A file that could not be read names its host by its stem, a guess: when a snapshot (or an earlier
+        such file) names that host, the error host is named by its file instead, so a name in the report is
+        one host (the store records a host by name) and the user sees which file failed. An unread file that
+        collides with nothing keeps its stem: the host's history in the store goes on."""
+        taken: set[str] = set()
+        for e in entries:
+            if e.host.status == "ok" or e.source is None:  # judged, a refused duplicate, or not from a file
+                continue
+            name, n = e.host.name, 1
+            while name in self._names or name in taken:
+                n += 1
+                name = e.source if n == 2 else f"{e.source} ({n - 1})"
+            if name != e.host.name:
+                e.host.spec = replace(e.host.spec, name=name)
+            taken.add(name)
 
 
 def _duplicate(entry: Entry) -> Entry:
