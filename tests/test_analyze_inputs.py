@@ -19,6 +19,7 @@ import pytest
 from auditor import analysis
 from auditor.context import Env
 from auditor.evaluate import files
+from auditor.history import pack
 from auditor.options import AnalyzeOptions, CompareOptions, HistoryOptions, RenderOptions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,3 +146,18 @@ def test_an_unreadable_file_named_like_a_good_host_is_named_by_its_file(tmp_path
     assert rows == sorted([(f"{d1}/h01.json", "error", 0), ("h02", "error", 0), ("h00", "ok", 1), ("h01", "ok", 1),
                            (f"{d2}/h02.json", "error", 0)])
     assert found <= {"h00", "h01"}
+
+
+def test_a_password_in_a_saved_snapshots_target_is_never_echoed(tmp_path: Path) -> None:
+    snap = _snap("a1", "a1")
+    snap["target"] = "ssh://root:hunter2@10.0.0.1"
+    d = _write(tmp_path / "d", {"a1.json": snap})
+    _, doc, err = _run([d], tmp_path, store=tmp_path / "s.sqlite3")
+    assert doc["hosts"][0]["target"] == "ssh://root:***@10.0.0.1"
+    written = [p for p in (tmp_path / "out").iterdir() if b"hunter2" in p.read_bytes()]
+    assert written == [] and "hunter2" not in err
+    with sqlite3.connect(tmp_path / "s.sqlite3") as db:
+        assert db.execute("SELECT target FROM scan_hosts").fetchall() == [("ssh://root:***@10.0.0.1",)]
+        (blob, volatile), = db.execute("SELECT body, volatile FROM snapshots JOIN scan_hosts ON hash = snapshot")
+    stored = pack.join(pack.decompress(blob), pack.decompress(volatile))  # the store's copy of the snapshot
+    assert "hunter2" not in json.dumps(stored) and stored["target"] == "ssh://root:***@10.0.0.1"

@@ -14,6 +14,7 @@ from ..inputfile import read_ahead
 from ..interrupt import forked_child_signals
 from ..models import HostResult, HostSpec
 from ..snapshotdoc import Snapshot
+from ..targets.inventory import redact_urls
 from .core import Evaluation, Part
 from .forked import Forked, Lost
 
@@ -33,9 +34,13 @@ def read_host(path: str) -> HostResult:
 
 
 def as_result(snap: Snapshot, path: str) -> HostResult:
-    """A saved snapshot as its host's result: named by the snapshot (else by its file), labels from it."""
+    """A saved snapshot as its host's result: named by the snapshot (else by its file), labels from it. A
+    password in its target (`ssh://user:pw@host`, as some tool wrote it) is `***` before anything (the
+    reports, the store's copy of the snapshot) can echo it."""
     shown = text_of(path)
     name = str(snap.get("name") or Path(shown).stem)
+    if isinstance(snap.get("target"), str):
+        snap["target"] = redact_urls(snap["target"])
     return HostResult(HostSpec(name, str(snap.get("target") or shown), dict(snap.get("labels") or {})), "ok",
                       None, snap)
 
