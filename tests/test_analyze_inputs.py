@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,33 @@ def test_a_password_in_a_saved_snapshots_target_is_never_echoed(tmp_path: Path) 
         (blob, volatile), = db.execute("SELECT body, volatile FROM snapshots JOIN scan_hosts ON hash = snapshot")
     stored = pack.join(pack.decompress(blob), pack.decompress(volatile))  # the store's copy of the snapshot
     assert "hunter2" not in json.dumps(stored) and stored["target"] == "ssh://root:***@10.0.0.1"
+
+
+def test_a_fifo_or_device_named_json_is_refused_without_being_opened(tmp_path: Path) -> None:
+    """Opening a device can act (a watchdog starts, a tape rewinds): refused by its type before any open.
+    A FIFO shows an open: a writer blocked in open(2) is let through by the first reader."""
+    d = _write(tmp_path / "d", {"good.json": _snap("a1", "good")})
+    os.mkfifo(d / "fifo.json")
+    (d / "zero.json").symlink_to("/dev/zero")
+    opened = threading.Event()
+
+    def writer() -> None:
+        with open(d / "fifo.json", "wb"):  # returns once some process opens the FIFO to read
+            opened.set()
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    try:
+        code, doc, err = _run([d], tmp_path)
+        time.sleep(0.2)  # not a timing assert: a writer let through by the run has had time to say so
+        during = opened.is_set()
+    finally:
+        os.close(os.open(d / "fifo.json", os.O_RDONLY | os.O_NONBLOCK))  # let the writer go
+        t.join(30)
+    assert code in (1, 3), err
+    status = {h["name"]: (h["status"], h.get("error") or "") for h in doc["hosts"]}
+    assert status["fifo"][0] == "error" and "not a regular file (a FIFO)" in status["fifo"][1]
+    assert status["zero"][0] == "error" and "not a regular file (a device or socket)" in status["zero"][1]
+    assert status["good"] == ("ok", "")
+    assert not during, "the analysis opened the FIFO"
+    assert opened.is_set() and not t.is_alive()  # the probe works: our own open let the writer through
