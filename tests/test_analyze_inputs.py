@@ -192,3 +192,21 @@ def test_a_fifo_or_device_named_json_is_refused_without_being_opened(tmp_path: P
     assert status["good"] == ("ok", "")
     assert not during, "the analysis opened the FIFO"
     assert opened.is_set() and not t.is_alive()  # the probe works: our own open let the writer through
+
+
+def test_an_oversize_name_target_or_label_is_that_files_error_not_copied_into_every_report(tmp_path: Path) -> None:
+    """A name is copied into every finding, report and store row: a 20 MB one made 1.3 GB of reports."""
+    long_name, long_target, long_label = _snap("a1", "N" * 1_000_000), _snap("a1", "t"), _snap("a1", "l")
+    long_target["target"] = "ssh://" + "h" * 8200
+    long_label["labels"]["note"] = "v" * 4097
+    edge = _snap("b1", "E" * 4096)  # as long as an image root's path can be: still a host
+    d = _write(tmp_path / "d", {"long.json": long_name, "t.json": long_target, "l.json": long_label,
+                                "edge.json": edge})
+    code, doc, err = _run([d], tmp_path)
+    assert code in (1, 3), err
+    status = {h["name"]: (h["status"], h.get("error") or "") for h in doc["hosts"]}
+    assert status["E" * 4096][0] == "ok"
+    for stem, pointer in (("long", "/name"), ("t", "/target"), ("l", "/labels/note")):
+        assert status[stem][0] == "error" and f"{d}/{stem}.json" in status[stem][1], status[stem]
+        assert pointer in status[stem][1] and len(status[stem][1]) < 1000, status[stem][1][:1000]
+    assert sum(p.stat().st_size for p in (tmp_path / "out").iterdir()) < 5_000_000
