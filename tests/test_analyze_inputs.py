@@ -104,13 +104,9 @@ def test_a_worker_killed_by_sigkill_names_the_hosts_it_held_and_the_rest_is_judg
     proc = subprocess.Popen([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--jobs", "2", "--no-store",
                              "--format", "json", "--out", str(out), "-q"], cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
-    children: list[int] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not children:
-        children = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
-        time.sleep(0.02)
-    assert children, "no worker started"
-    os.kill(children[0], signal.SIGKILL)
+    victim = _reading_worker(proc.pid)
+    assert victim, "no worker started reading"
+    os.kill(victim, signal.SIGKILL)
     try:
         code = proc.wait(timeout=240)  # a bound, not a timing: it used to wait forever
     finally:
@@ -125,6 +121,22 @@ def test_a_worker_killed_by_sigkill_names_the_hosts_it_held_and_the_rest_is_judg
     assert all(h["error"] == "not evaluated: the worker process reading it died (killed by SIGKILL, signal 9)"
                for h in lost)
     assert sum(h["status"] == "ok" for h in hosts) == n - files.BATCH
+
+
+def _reading_worker(parent: int, read: int = 2_000_000) -> int | None:
+    """A worker of `parent` that has read `read` bytes: inside its batch (it has read a few snapshot files)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            children = [int(c) for c in Path(f"/proc/{parent}/task/{parent}/children").read_text().split()]
+            for child in children:
+                rchar = Path(f"/proc/{child}/io").read_text().split("rchar:")[1].split()[0]
+                if int(rchar) >= read:
+                    return child
+        except (OSError, IndexError):  # a process gone between the listing and the read
+            pass
+        time.sleep(0.01)
+    return None
 
 
 def test_an_unreadable_file_named_like_a_good_host_is_named_by_its_file(tmp_path: Path) -> None:
