@@ -57,9 +57,11 @@ class Forked(Generic[T]):
         done: dict[int, Any] = {}
         handed = given = 0
         while given < len(tasks):
-            while handed < len(tasks) and len(self._workers) < self._jobs:
+            while handed < len(tasks) and len(self._workers) < min(self._jobs, len(tasks)):
                 self._start()
-            for w in [w for w in self._workers if w.task is None and handed < len(tasks)]:
+            for w in [w for w in self._workers if w.task is None]:
+                if handed == len(tasks):
+                    break
                 try:
                     w.conn.send(tasks[handed])
                 except OSError:  # it died idle: the task goes to the next worker
