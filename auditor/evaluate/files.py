@@ -21,6 +21,7 @@ from .forked import Forked, Lost
 BATCH = 500  # files per task: big enough to amortize a task, small enough to stream
 READ_AHEAD = 32  # files the kernel is asked to read ahead of the one being parsed (~2.5 MB of snapshots)
 _WORKER: Evaluation | None = None  # a worker's core, set in the parent before the pool forks
+_FILES: Sequence[str] = ()  # the files, likewise: a task names a batch by its positions
 
 
 def read_host(path: str) -> HostResult:
@@ -71,15 +72,15 @@ def _read_ahead(paths: Sequence[str]) -> Iterator[str]:
         yield path
 
 
-def _batches(files: Sequence[str], size: int) -> Iterator[tuple[int, Sequence[str]]]:
-    for start in range(0, len(files), size):
-        yield start, files[start:start + size]
+def _batches(files: Sequence[str], size: int) -> list[tuple[int, int]]:
+    """(start, stop) of each batch: a task is a few bytes on a worker's pipe, its file list inherited."""
+    return [(start, min(start + size, len(files))) for start in range(0, len(files), size)]
 
 
-def _run_batch(batch: tuple[int, Sequence[str]]) -> Part:
+def _run_batch(batch: tuple[int, int]) -> Part:
     assert _WORKER is not None
-    start, paths = batch
-    for offset, path in enumerate(_read_ahead(paths)):
+    start, stop = batch
+    for offset, path in enumerate(_read_ahead(_FILES[start:stop])):
         _WORKER.add(read_host(path), start + offset, text_of(path))
     return _WORKER.take()
 
@@ -87,7 +88,7 @@ def _run_batch(batch: tuple[int, Sequence[str]]) -> Part:
 def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int | None = None) -> None:
     """Every file through `core`: in this process (one job, or few files), else on `jobs` forked workers
     running the same core, merged here in file order."""
-    global _WORKER
+    global _WORKER, _FILES
     size = batch or BATCH
     try:
         if jobs <= 1 or len(files) <= size:
@@ -95,14 +96,15 @@ def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int
                 core.add(read_host(path), source=text_of(path))
             return
         _WORKER = Evaluation(core.plan, core.judge, worker=True, sidecar=core.sidecar)
+        _FILES = files
         with Forked(_run_batch, jobs, forked_child_signals) as pool:
-            for (start, paths), part in pool.ordered(list(_batches(files, size))):
+            for (start, stop), part in pool.ordered(_batches(files, size)):
                 if isinstance(part, Lost):
-                    _not_evaluated(core, start, paths, part.how)
+                    _not_evaluated(core, start, files[start:stop], part.how)
                 else:
                     core.merge(part)
     finally:
-        _WORKER = None
+        _WORKER, _FILES = None, ()
 
 
 def _not_evaluated(core: Evaluation, start: int, paths: Sequence[str], how: str) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import signal
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Generic, TypeVar
 
@@ -21,6 +22,7 @@ from .. import interrupt
 
 T = TypeVar("T")
 POLL_S = 0.5  # the parent's wait between checks for a stop seen by another thread
+DEPTH = 2  # tasks sent to a worker ahead of its results (each a few bytes: a pipe never fills)
 QUIT_S = 10.0  # how long a worker told to quit may take before it is killed
 
 
@@ -35,7 +37,7 @@ class Lost:
 class _Worker:
     proc: Any  # multiprocessing's forked Process
     conn: Connection
-    task: int | None = None  # the index of the task it holds
+    held: deque[int] = field(default_factory=deque)  # the indices of the tasks sent to it, oldest first
 
 
 class Forked(Generic[T]):
@@ -55,23 +57,29 @@ class Forked(Generic[T]):
     def ordered(self, tasks: Sequence[T]) -> Iterator[tuple[T, Any]]:
         """(task, its result or Lost) for every task, in task order; a task's exception is raised here."""
         done: dict[int, Any] = {}
-        handed = given = 0
+        todo = deque(range(len(tasks)))  # task indices not handed out (or handed back by a dead worker)
+        given = 0
         while given < len(tasks):
-            while handed < len(tasks) and len(self._workers) < min(self._jobs, len(tasks)):
+            while todo and len(self._workers) < min(self._jobs, len(tasks)):
                 self._start()
-            for w in [w for w in self._workers if w.task is None]:
-                if handed == len(tasks):
-                    break
-                try:
-                    w.conn.send(tasks[handed])
-                except OSError:  # it died idle: the task goes to the next worker
-                    self._drop(w)
-                    continue
-                w.task, handed = handed, handed + 1
-            self._collect(done)
+            self._hand(tasks, todo, done)
+            self._collect(done, todo)
             while given in done:
                 yield tasks[given], done.pop(given)
                 given += 1
+
+    def _hand(self, tasks: Sequence[T], todo: deque[int], done: dict[int, Any]) -> None:
+        """Keep each worker DEPTH tasks ahead: it starts its next while this process merges."""
+        for w in list(self._workers):
+            while todo and len(w.held) < DEPTH:
+                index = todo.popleft()
+                try:
+                    w.conn.send(tasks[index])
+                except OSError:  # it died: the task goes to another worker
+                    todo.appendleft(index)
+                    self._lose(w, done, todo)
+                    break
+                w.held.append(index)
 
     def _start(self) -> None:
         mine, theirs = self._ctx.Pipe()
@@ -81,24 +89,29 @@ class Forked(Generic[T]):
         theirs.close()
         self._workers.append(_Worker(proc, mine))
 
-    def _collect(self, done: dict[int, Any]) -> None:
-        """Wait for a result or a death; file each under its task."""
-        busy = [w for w in self._workers if w.task is not None]
+    def _collect(self, done: dict[int, Any], todo: deque[int]) -> None:
+        """Wait for results or a death; file each result under its task."""
+        busy = [w for w in self._workers if w.held]
         ready = set(wait([o for w in busy for o in (w.conn, w.proc.sentinel)], timeout=POLL_S))
         interrupt.check()
         for w in busy:
             if w.conn not in ready and w.proc.sentinel not in ready:
                 continue
-            assert w.task is not None
-            reply = _reply(w.conn)
-            if reply is not None:
+            while w.held and (reply := _reply(w.conn)) is not None:
                 ok, value = reply
                 if not ok:
                     raise value
-                done[w.task], w.task = value, None
-            elif not w.proc.is_alive():  # nothing (more) to read, and gone
-                done[w.task] = Lost(_how(w.proc.exitcode))
-                self._drop(w)
+                done[w.held.popleft()] = value
+            if w.held and not w.proc.is_alive():  # nothing (more) to read, and gone
+                self._lose(w, done, todo)
+
+    def _lose(self, w: _Worker, done: dict[int, Any], todo: deque[int]) -> None:
+        """A dead worker: the task it was running is Lost, the ones queued behind it go to another."""
+        w.proc.join()
+        if w.held:
+            done[w.held.popleft()] = Lost(_how(w.proc.exitcode))
+            todo.extendleft(reversed(w.held))
+        self._drop(w)
 
     def _drop(self, w: _Worker) -> None:
         w.proc.join()
