@@ -192,7 +192,6 @@ class Evaluation:
         self._builder, self._shared, self._unadopted = IndexBuilder(), Shared(), {}
         return report
 
-
     def _name_unread(self, entries: list[Entry]) -> None:
         """A file that could not be read names its host by its stem, a guess: when a snapshot (or an earlier
         such file) names that host, the error host is named by its file instead, so a name in the report is
