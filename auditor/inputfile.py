@@ -27,26 +27,28 @@ def _mib(n: int) -> str:
     return f"{n / MiB:g} MiB"
 
 
+_OPEN = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+
+
 def read_bounded(path: str | Path, limit: int) -> bytes:
-    """The file's bytes, refusing non-regular files and anything larger than `limit` bytes."""
+    """The file's bytes, refusing non-regular files and anything larger than `limit` bytes.
+
+    A device is refused by stat before it is ever opened (opening one can act: a watchdog starts, a tape
+    rewinds, a tty becomes the controlling terminal); the open (non-blocking, no controlling tty: a FIFO
+    must not wait for a writer) is checked again by fstat, for a file swapped in between."""
     p = str(path)
     if "\0" in p:
         raise InputError("a file name cannot contain a NUL character", p.replace("\0", "\\0"))
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below, by its type)
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        _refuse(os.stat(p), p, limit)
+        fd = os.open(p, _OPEN)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise InputError("symlink loop (too many levels of symbolic links)", p) from None
         raise InputError(f"cannot read: {exc.strerror or exc}", p) from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) \
-                else "a device or socket"
-            raise InputError(f"not a regular file ({kind})", p)
-        if st.st_size > limit:
-            raise InputError(f"file is {_mib(st.st_size)}, over the {_mib(limit)} limit for this input", p)
+        _refuse(st, p, limit)
         chunks: list[bytes] = []
         total = 0
         # the first read asks for the size fstat gave (+1 to see growth): a read of a whole _CHUNK
@@ -71,18 +73,30 @@ def read_bounded(path: str | Path, limit: int) -> bytes:
         os.close(fd)
 
 
+def _refuse(st: os.stat_result, p: str, limit: int) -> None:
+    """InputError for anything but a regular file of at most `limit` bytes."""
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) \
+            else "a device or socket"
+        raise InputError(f"not a regular file ({kind})", p)
+    if st.st_size > limit:
+        raise InputError(f"file is {_mib(st.st_size)}, over the {_mib(limit)} limit for this input", p)
+
+
 def read_ahead(path: str, limit: int = MAX_JSON_BYTES) -> None:
     """Ask the kernel to start reading `path` now, so that files read one after another arrive from disk
     while the one before is parsed: its first `limit` + 1 bytes, as much as read_bounded may read (a
     hint for the whole file would pull a huge one into the page cache). A hint only: anything that goes
-    wrong is left to the read that follows, which names it; a FIFO is opened non-blocking and never read."""
+    wrong is left to the read that follows, which names it; only a regular file is opened (by stat)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return
+        fd = os.open(path, _OPEN)
     except (OSError, ValueError):  # missing, unreadable, a NUL in the name
         return
     try:
         os.posix_fadvise(fd, 0, limit + 1, os.POSIX_FADV_WILLNEED)
-    except OSError:  # not a regular file, or a filesystem that takes no advice
+    except OSError:  # a filesystem that takes no advice
         pass
     finally:
         os.close(fd)

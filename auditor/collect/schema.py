@@ -186,6 +186,10 @@ def _json_type(spec: FactSpec) -> dict[str, Any]:
     }
 
 
+MAX_NAME, MAX_TARGET = 4096, 8192  # characters
+MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE = 1024, 256, 4096
+
+
 def snapshot_json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a snapshot document, generated from facts.yaml."""
     tree = fact_tree()
@@ -197,9 +201,13 @@ def snapshot_json_schema() -> dict[str, Any]:
         "required": list(REQUIRED_KEYS),
         "properties": {
             "schema": {"const": SNAPSHOT_SCHEMA},
-            "name": {"type": "string"},
-            "target": {"type": "string"},
-            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            # bounded: a name is copied into every finding, report and store row (a 20 MB name made 1.3 GB
+            # of reports). The collector's longest: an image root's path (PATH_MAX), EC2 tags (key 128,
+            # value 256 characters), an ssm:// or ssh:// target well under the target bound
+            "name": {"type": "string", "maxLength": MAX_NAME},
+            "target": {"type": "string", "maxLength": MAX_TARGET},
+            "labels": {"type": "object", "maxProperties": MAX_LABELS, "propertyNames": {"maxLength": MAX_LABEL_KEY},
+                       "additionalProperties": {"type": "string", "maxLength": MAX_LABEL_VALUE}},
             "collected_at": {"type": "string", "format": "date-time"},
             "probe": {"type": "object"},
             "host": _json_type(tree.children["host"]),

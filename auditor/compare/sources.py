@@ -40,5 +40,15 @@ def load_snapshot_file(path: str | Path) -> Snapshot:
     error = next(iter(_validator().iter_errors(doc)), None)
     if error is not None:
         where = json_pointer(error.absolute_path) or "the top level"
-        raise InputError(f"not a valid snapshot at JSON pointer {where}: {error.message}", p)
+        raise InputError(f"not a valid snapshot at JSON pointer {where}: {_clipped(error.message)}", p)
     return cast(Snapshot, doc)
+
+
+MAX_MESSAGE = 300  # characters of jsonschema's message, which quotes the value (a 20 MB name, say)
+
+
+def _clipped(message: str) -> str:
+    """The message bounded: it becomes the host's error, copied into every report and the store."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return f"{message[:MAX_MESSAGE]}… ({len(message):,} characters)"

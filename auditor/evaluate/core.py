@@ -14,7 +14,7 @@ counted twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import count
 from typing import Any
 
@@ -57,6 +57,7 @@ class Entry:
     slice: Snapshot | None = None
     fleet: tuple[FleetRead, ...] = ()  # what the host gives each fleet rule (Judge.fleet_reads)
     extra: Any = None  # what the sidecar returned
+    source: str | None = None  # the file it was read from (names a duplicate); dropped once accepted
 
 
 @dataclass
@@ -86,14 +87,18 @@ class Evaluation:
         self._shared = Shared()  # what hosts of one configuration keep is held once
         self._entries: list[Entry] = []
         self._names: set[str] = set()  # the hosts judged so far
+        # views that arrived on refused duplicates: a worker's memo sends each view once, so the next host
+        # of that configuration brings only its number
+        self._unadopted: dict[ViewRef, NormalView] = {}
         self._spare: list[Any] = []  # what the sidecar returned for duplicates (a store body may ride on one)
         self._part = Part()
         self._positions = count()
         self._finished = False
 
-    def add(self, result: HostResult, position: int | None = None) -> None:
-        """Judge and index one host; its snapshot is not kept."""
+    def add(self, result: HostResult, position: int | None = None, source: str | None = None) -> None:
+        """Judge and index one host; its snapshot is not kept. `source`: the file it was read from."""
         entry, view = self._evaluate(result, next(self._positions) if position is None else position)
+        entry.source = source
         views = {entry.view: view} if view is not None and entry.view is not None else {}
         if self._worker:
             self._part.entries.append(entry)
@@ -129,13 +134,17 @@ class Evaluation:
             if name in self._names:
                 if entry.extra is not None:
                     self._spare.append(entry.extra)
+                if ref is not None and ref in views and not self._builder.known(ref):
+                    self._unadopted[ref] = views[ref]
                 entry = _duplicate(entry)
             else:
                 self._names.add(name)
                 self._hold(entry)
+                entry.source = None
                 if ref is not None:
                     if not self._builder.known(ref):
-                        self._builder.adopt(ref, views[ref])
+                        view = self._unadopted.pop(ref, None)
+                        self._builder.adopt(ref, views[ref] if view is None else view)
                     self._builder.place(name, ref)
         self._entries.append(entry)
 
@@ -166,6 +175,7 @@ class Evaluation:
             raise RuntimeError("Evaluation.finish() runs once")
         self._finished = True
         entries = sorted(self._entries, key=lambda e: e.position)
+        self._name_unread(entries)
         report = Report(hosts=[e.host for e in entries], generated_at=generated_at, fail_on=self.plan.fail_on,
                         notes=list(notes))
         findings = [f for e in entries for f in e.findings]
@@ -179,13 +189,32 @@ class Evaluation:
         report.exit_code = verdict(report)
         for e in entries:
             e.findings, e.view, e.attrs, e.slice, e.fleet = [], None, None, None, ()
-        self._builder, self._shared = IndexBuilder(), Shared()
+        self._builder, self._shared, self._unadopted = IndexBuilder(), Shared(), {}
         return report
+
+    def _name_unread(self, entries: list[Entry]) -> None:
+        """A file that could not be read names its host by its stem, a guess: when a snapshot (or an earlier
+        such file) names that host, the error host is named by its file instead, so a name in the report is
+        one host (the store records a host by name) and the user sees which file failed. An unread file that
+        collides with nothing keeps its stem: the host's history in the store goes on."""
+        taken: set[str] = set()
+        for e in entries:
+            if e.host.status == "ok" or e.source is None:  # judged, a refused duplicate, or not from a file
+                continue
+            name, n = e.host.name, 1
+            while name in self._names or name in taken:
+                n += 1
+                name = e.source if n == 2 else f"{e.source} ({n - 1})"
+            if name != e.host.name:
+                e.host.spec = replace(e.host.spec, name=name)
+            taken.add(name)
 
 
 def _duplicate(entry: Entry) -> Entry:
+    """The error host of a refused duplicate, naming its file: its target is the snapshot's own (ssh://…)."""
     spec = entry.host.spec
-    host = HostResult(HostSpec(spec.name, spec.target, dict(spec.labels)), "error", DUPLICATE)
+    why = DUPLICATE if entry.source is None else f"{DUPLICATE} (this one is {entry.source})"
+    host = HostResult(HostSpec(spec.name, spec.target, dict(spec.labels)), "error", why)
     return Entry(entry.position, host, [])
 
 

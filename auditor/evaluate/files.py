@@ -5,7 +5,6 @@ snapshot is that host's status (`error`, naming the file and line), never the en
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -15,11 +14,14 @@ from ..inputfile import read_ahead
 from ..interrupt import forked_child_signals
 from ..models import HostResult, HostSpec
 from ..snapshotdoc import Snapshot
+from ..targets.inventory import redact_urls
 from .core import Evaluation, Part
+from .forked import Forked, Lost
 
 BATCH = 500  # files per task: big enough to amortize a task, small enough to stream
 READ_AHEAD = 32  # files the kernel is asked to read ahead of the one being parsed (~2.5 MB of snapshots)
 _WORKER: Evaluation | None = None  # a worker's core, set in the parent before the pool forks
+_FILES: Sequence[str] = ()  # the files, likewise: a task names a batch by its positions
 
 
 def read_host(path: str) -> HostResult:
@@ -27,15 +29,30 @@ def read_host(path: str) -> HostResult:
     try:
         snap = load_snapshot_file(path)
     except (InputError, OSError) as exc:
-        return HostResult(HostSpec(Path(path).stem, path, {}), "error", _why(exc))
+        shown = text_of(path)
+        return HostResult(HostSpec(Path(shown).stem, shown, {}), "error", text_of(_why(exc)))
     return as_result(snap, path)
 
 
 def as_result(snap: Snapshot, path: str) -> HostResult:
-    """A saved snapshot as its host's result: named by the snapshot (else by its file), labels from it."""
-    name = str(snap.get("name") or Path(path).stem)
-    return HostResult(HostSpec(name, str(snap.get("target") or path), dict(snap.get("labels") or {})), "ok",
+    """A saved snapshot as its host's result: named by the snapshot (else by its file), labels from it. A
+    password in its target (`ssh://user:pw@host`, as some tool wrote it) is `***` before anything (the
+    reports, the store's copy of the snapshot) can echo it."""
+    shown = text_of(path)
+    name = str(snap.get("name") or Path(shown).stem)
+    if isinstance(snap.get("target"), str):
+        snap["target"] = redact_urls(snap["target"])
+    return HostResult(HostSpec(name, str(snap.get("target") or shown), dict(snap.get("labels") or {})), "ok",
                       None, snap)
+
+
+def text_of(text: str) -> str:
+    """`text` as it can be written (a report, the store): a file name's bytes that are not UTF-8 (Python's
+    surrogate escapes, which no encoder takes) shown as `\\xff`."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _why(exc: BaseException) -> str:
@@ -55,39 +72,44 @@ def _read_ahead(paths: Sequence[str]) -> Iterator[str]:
         yield path
 
 
-def _batches(files: Sequence[str], size: int) -> Iterator[tuple[int, Sequence[str]]]:
-    for start in range(0, len(files), size):
-        yield start, files[start:start + size]
+def _batches(files: Sequence[str], size: int) -> list[tuple[int, int]]:
+    """(start, stop) of each batch: a task is a few bytes on a worker's pipe, its file list inherited."""
+    return [(start, min(start + size, len(files))) for start in range(0, len(files), size)]
 
 
-def _run_batch(batch: tuple[int, Sequence[str]]) -> Part:
+def _run_batch(batch: tuple[int, int]) -> Part:
     assert _WORKER is not None
-    start, paths = batch
-    for offset, path in enumerate(_read_ahead(paths)):
-        _WORKER.add(read_host(path), start + offset)
+    start, stop = batch
+    for offset, path in enumerate(_read_ahead(_FILES[start:stop])):
+        _WORKER.add(read_host(path), start + offset, text_of(path))
     return _WORKER.take()
 
 
 def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int | None = None) -> None:
     """Every file through `core`: in this process (one job, or few files), else on `jobs` forked workers
     running the same core, merged here in file order."""
-    global _WORKER
+    global _WORKER, _FILES
     size = batch or BATCH
     try:
         if jobs <= 1 or len(files) <= size:
             for path in _read_ahead(files):
-                core.add(read_host(path))
+                core.add(read_host(path), source=text_of(path))
             return
         _WORKER = Evaluation(core.plan, core.judge, worker=True, sidecar=core.sidecar)
-        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=forked_child_signals)
-        try:
-            for part in pool.imap(_run_batch, _batches(files, size)):
-                core.merge(part)
-            pool.close()
-        except BaseException:
-            pool.terminate()  # SIGTERM: workers die at once (default action), whatever they hold
-            raise
-        finally:
-            pool.join()
+        _FILES = files
+        with Forked(_run_batch, jobs, forked_child_signals) as pool:
+            for (start, stop), part in pool.ordered(_batches(files, size)):
+                if isinstance(part, Lost):
+                    _not_evaluated(core, start, files[start:stop], part.how)
+                else:
+                    core.merge(part)
     finally:
-        _WORKER = None
+        _WORKER, _FILES = None, ()
+
+
+def _not_evaluated(core: Evaluation, start: int, paths: Sequence[str], how: str) -> None:
+    """The files of a batch whose worker died (the OOM killer): each its host's error, the run incomplete."""
+    for offset, path in enumerate(paths):
+        shown = text_of(path)
+        why = f"not evaluated: the worker process reading it died ({how})"
+        core.add(HostResult(HostSpec(Path(shown).stem, shown, {}), "error", why), start + offset, shown)

@@ -1,0 +1,173 @@
+"""Tasks on forked worker processes, each result handed over in task order; a worker that dies (the OOM
+killer's SIGKILL) makes the task it held a `Lost` result naming how it died, never a wait without end.
+
+multiprocessing.Pool replaces a dead worker but drops the task it held, so `imap` waited for it forever.
+Here each worker holds one task at a time on its own pipe, and the parent waits on the pipes and on the
+processes' exit together. A stop (SIGTERM/SIGINT raised in the parent) leaves the `with` block, which
+ends every worker with SIGTERM (their default action: they die at once, whatever they hold).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, Generic, TypeVar
+
+from .. import interrupt
+
+T = TypeVar("T")
+POLL_S = 0.5  # the parent's wait between checks for a stop seen by another thread
+DEPTH = 2  # tasks sent to a worker ahead of its results (each a few bytes: a pipe never fills)
+QUIT_S = 10.0  # how long a worker told to quit may take before it is killed
+
+
+@dataclass(frozen=True)
+class Lost:
+    """A task whose worker died holding it."""
+
+    how: str  # "killed by SIGKILL, signal 9", "exited with status 1"
+
+
+@dataclass
+class _Worker:
+    proc: Any  # multiprocessing's forked Process
+    conn: Connection
+    held: deque[int] = field(default_factory=deque)  # the indices of the tasks sent to it, oldest first
+
+
+class Forked(Generic[T]):
+    """`jobs` forked processes running `work` (each runs `init` first); use as a context manager."""
+
+    def __init__(self, work: Callable[[T], Any], jobs: int, init: Callable[[], None]):
+        self._work, self._jobs, self._init = work, max(1, jobs), init
+        self._ctx = multiprocessing.get_context("fork")
+        self._workers: list[_Worker] = []
+
+    def __enter__(self) -> Forked[T]:
+        return self
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        self.close(kill=kind is not None)
+
+    def ordered(self, tasks: Sequence[T]) -> Iterator[tuple[T, Any]]:
+        """(task, its result or Lost) for every task, in task order; a task's exception is raised here."""
+        done: dict[int, Any] = {}
+        todo = deque(range(len(tasks)))  # task indices not handed out (or handed back by a dead worker)
+        given = 0
+        while given < len(tasks):
+            while todo and len(self._workers) < min(self._jobs, len(tasks)):
+                self._start()
+            self._hand(tasks, todo, done)
+            self._collect(done, todo)
+            while given in done:
+                yield tasks[given], done.pop(given)
+                given += 1
+
+    def _hand(self, tasks: Sequence[T], todo: deque[int], done: dict[int, Any]) -> None:
+        """Keep each worker DEPTH tasks ahead: it starts its next while this process merges."""
+        for w in list(self._workers):
+            while todo and len(w.held) < DEPTH:
+                index = todo.popleft()
+                try:
+                    w.conn.send(tasks[index])
+                except OSError:  # it died: the task goes to another worker
+                    todo.appendleft(index)
+                    self._lose(w, done, todo)
+                    break
+                w.held.append(index)
+
+    def _start(self) -> None:
+        mine, theirs = self._ctx.Pipe()
+        proc = self._ctx.Process(target=_serve, args=(self._work, theirs, self._init), daemon=True,
+                                 name="ami-auditor-worker")
+        proc.start()
+        theirs.close()
+        self._workers.append(_Worker(proc, mine))
+
+    def _collect(self, done: dict[int, Any], todo: deque[int]) -> None:
+        """Wait for results or a death; file each result under its task."""
+        busy = [w for w in self._workers if w.held]
+        ready = set(wait([o for w in busy for o in (w.conn, w.proc.sentinel)], timeout=POLL_S))
+        interrupt.check()
+        for w in busy:
+            if w.conn not in ready and w.proc.sentinel not in ready:
+                continue
+            while w.held and (reply := _reply(w.conn)) is not None:
+                ok, value = reply
+                if not ok:
+                    raise value
+                done[w.held.popleft()] = value
+            if w.held and not w.proc.is_alive():  # nothing (more) to read, and gone
+                self._lose(w, done, todo)
+
+    def _lose(self, w: _Worker, done: dict[int, Any], todo: deque[int]) -> None:
+        """A dead worker: the task it was running is Lost, the ones queued behind it go to another."""
+        w.proc.join()
+        if w.held:
+            done[w.held.popleft()] = Lost(_how(w.proc.exitcode))
+            todo.extendleft(reversed(w.held))
+        self._drop(w)
+
+    def _drop(self, w: _Worker) -> None:
+        w.proc.join()
+        w.conn.close()
+        self._workers.remove(w)
+
+    def close(self, kill: bool) -> None:
+        """Tell each worker to quit (kill: SIGTERM each at once), and reap them all."""
+        for w in self._workers:
+            if kill:
+                w.proc.terminate()
+            else:
+                with contextlib.suppress(OSError):
+                    w.conn.send(None)
+        for w in self._workers:
+            w.proc.join(None if kill else QUIT_S)
+            if w.proc.is_alive():
+                w.proc.kill()
+                w.proc.join()
+            w.conn.close()
+        self._workers = []
+
+
+def _reply(conn: Connection) -> tuple[bool, Any] | None:
+    """A worker's reply, or None when there is none (its pipe closed, a reply cut off by its death)."""
+    try:
+        return conn.recv() if conn.poll() else None  # type: ignore[no-any-return]
+    except (EOFError, OSError):
+        return None
+
+
+def _how(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}, signal {-code}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _serve(work: Callable[[Any], Any], conn: Connection, init: Callable[[], None]) -> None:
+    """A worker: tasks from the pipe until None or the parent is gone, each reply (True, result) or
+    (False, the exception), so the parent raises a task's bug as Pool did."""
+    init()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        try:
+            reply: tuple[bool, Any] = (True, work(task))
+        except Exception as exc:  # noqa: BLE001 - raised in the parent
+            reply = (False, exc)
+        try:
+            conn.send(reply)
+        except Exception as exc:  # noqa: BLE001 - an exception that does not pickle: its text does
+            conn.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))

@@ -1,0 +1,61 @@
+"""evaluate/forked.py on real forked processes: results in task order whatever the number of workers,
+a task's exception raised in the parent, and a worker that dies holding a task is that task's `Lost`."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from auditor.evaluate.forked import Forked, Lost
+
+
+def _square(n: int) -> int:
+    if n == -1:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would
+    if n == -2:
+        raise ValueError("a bug in a task")
+    return n * n
+
+
+def _nothing() -> None:
+    pass
+
+
+@pytest.mark.parametrize("jobs, count", [(3, 1), (3, 2), (2, 7), (4, 40)])
+def test_every_result_in_task_order_however_many_workers_are_idle(jobs: int, count: int) -> None:
+    with Forked(_square, jobs, _nothing) as pool:
+        got = list(pool.ordered(list(range(count))))
+    assert got == [(n, n * n) for n in range(count)]
+
+
+def test_a_worker_killed_holding_a_task_makes_it_lost_and_the_rest_still_run() -> None:
+    tasks = [1, 2, -1, 3, 4, -1, 5]
+    with Forked(_square, 2, _nothing) as pool:
+        got = list(pool.ordered(tasks))
+    lost = Lost("killed by SIGKILL, signal 9")
+    assert got == [(1, 1), (2, 4), (-1, lost), (3, 9), (4, 16), (-1, lost), (5, 25)]
+
+
+def test_a_tasks_exception_is_raised_in_the_parent_and_no_worker_is_left() -> None:
+    pool = Forked(_square, 2, _nothing)
+    with pytest.raises(ValueError, match="a bug in a task"), pool:
+        list(pool.ordered([1, -2, 3, 4]))
+    assert pool._workers == []
+    assert not [c for c in os.listdir("/proc") if c.isdigit() and _parent_of(int(c)) == os.getpid()
+                and _state(int(c)) != "Z"]
+
+
+def _parent_of(pid: int) -> int:
+    try:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def _state(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"
