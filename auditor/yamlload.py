@@ -34,6 +34,9 @@ class LineDict(dict):
     key_lines: dict[Any, int]
     key_cols: dict[Any, int]
     key_texts: dict[Any, str]  # the source text of each value YAML read as a number or a date
+    # (first line, last line, style) of each scalar value that is not plain text on its key's line alone:
+    # a block (`|`, `>`), or one that starts on a later line or spans lines (few: kept only for them)
+    value_spans: dict[Any, tuple[int, int, str | None]]
 
     def line_of(self, key: Any) -> int:
         return self.key_lines.get(key, self.line)
@@ -179,7 +182,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
     merged = len(node.value) - own
     out = LineDict()
     out.line, out.col = node.start_mark.line + 1, node.start_mark.column + 1
-    out.key_lines, out.key_cols, out.key_texts = {}, {}, {}
+    out.key_lines, out.key_cols, out.key_texts, out.value_spans = {}, {}, {}, {}
     seen: set[Any] = set()
     for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
@@ -195,8 +198,17 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
         if value_node.tag in _TYPED_TAGS:
             out.key_texts[key] = value_node.value
         out.key_lines[key] = key_node.start_mark.line + 1
+        if isinstance(value_node, yaml.ScalarNode):
+            _note_span(out, key, key_node, value_node)
         out.key_cols[key] = key_node.start_mark.column + 1
     return out
+
+
+def _note_span(out: LineDict, key: Any, key_node: yaml.Node, value_node: yaml.ScalarNode) -> None:
+    start, end = value_node.start_mark, value_node.end_mark
+    last = end.line + 1 if end.column else end.line  # a block ends at the start of the line after it
+    if value_node.style in ("|", ">") or start.line != key_node.start_mark.line or last > start.line + 1:
+        out.value_spans[key] = (start.line + 1, max(last, start.line + 1), value_node.style)
 
 
 def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> LineList:

@@ -103,13 +103,28 @@ def test_item_in_a_host_level_rule_and_undefined_names_on_later_lines(tmp_path: 
     # a block title: the error names the template's own line inside the file
     path.write_text(HOST_LEVEL.replace('"{title}"', '"kernel {{ facts.kernel.release }}\\n\\n'
                                        '{% set n = 1 %}{{ n }} and {{ kernal }}"'))
-    code, _, err = run("rules", "check", str(path))
-    assert code == 2 and f"{path}:6: title template: undefined name 'kernal'" in err
+    code, _, err = run("rules", "check", str(path))  # one physical line, though `\n` makes template lines
+    assert code == 2 and f"{path}:4: title template: undefined name 'kernal'" in err
     path.write_text(HOST_LEVEL.replace('"{title}"', "|-\n      kernel {{ facts.kernel.release }}\n      {{ kernal }}"))
     code, _, err = run("rules", "check", str(path))  # a literal block starts on the line after `title: |-`
     assert code == 2 and f"{path}:6: title template: undefined name 'kernal'" in err
     path.write_text(HOST_LEVEL.format(title="kernel {{ facts.kernel.release }} on {{ name }}{{ labels.az }}"))
     assert run("rules", "check", str(path))[0] == 0
+
+
+@pytest.mark.parametrize("title, line", [
+    (">-\n      kernel\n      release\n      {{ kernal }}", 7),  # folded: its lines join into one
+    ('"kernel\n      release\n      {{ kernal }}"', 6),  # double-quoted over three lines
+    ("\n      'kernel {{ kernal }}'", 5),  # the value on the line after its key
+    ("|\n\n      kernel\n      {{ kernal }}", 7),  # a literal block keeps its lines, blank ones too
+    (">-\n      kernel {{ facts.kernel.release }}\n      {{ kernal }} and {{ kernal }}", 6),
+])
+def test_a_template_error_names_the_physical_line_whatever_the_yaml_style(tmp_path: Path, title: str,
+                                                                          line: int) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text(HOST_LEVEL.replace('"{title}"', title))
+    code, _, err = run("rules", "check", str(path))
+    assert code == 2 and f"{path}:{line}: title template: undefined name 'kernal'" in err, err
 
 
 def test_titles_the_builtin_packs_use_still_load_and_render() -> None:

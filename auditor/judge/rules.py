@@ -203,15 +203,27 @@ def _plain_path(path: str) -> bool:
     return bool(path) and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part) for part in path.split("."))
 
 
-def _title_line(path: str, key_line: int, lineno: int) -> int:
-    """The file line of a title template's line `lineno`: a block scalar (`title: |-`) starts on the next line."""
+def _title_line(path: str, node: LineDict, key: str, exc: TemplateError) -> int:
+    """The file line of a template error. A literal block (`|`) keeps the template's lines, so its line
+    `lineno` is exact; folded (`>`), quoted and plain values join their lines, so the error is placed on
+    the first of their lines that holds what the message quotes, else on the value's first line."""
+    span = node.value_spans.get(key)
+    if span is None:  # the value is on its key's line, alone
+        return node.line_of(key)
+    first, last, style = span
+    if style == "|":
+        return first + exc.lineno
+    first += 1 if style == ">" else 0  # a folded block starts on the line after its indicator
+    quoted = re.findall(r"'([^']+)'", str(exc))
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            text = next((line for i, line in enumerate(f, 1) if i == key_line), "")
+            lines = [line for i, line in enumerate(f, 1) if first <= i <= last]
     except OSError:
-        text = ""
-    value = text.partition(":")[2].strip()
-    return key_line + lineno - 1 + (1 if value[:1] in ("|", ">") else 0)
+        lines = []
+    for offset, line in enumerate(lines):
+        if any(q in line for q in quoted):
+            return first + offset
+    return first
 
 
 @dataclass
@@ -300,7 +312,7 @@ def _compile_template(node: LineDict, key: str, pack: Pack, m: _Match, evidence:
         template, r = compile_title(node[key], root_spec(item), params=pack.params, evidence=evidence)
     except TemplateError as exc:
         raise InputError(str(exc).replace("title template", f"{key} template"), pack.source,
-                         _title_line(pack.source, node.line_of(key), exc.lineno)) from None
+                         _title_line(pack.source, node, key, exc)) from None
     m.reads.merge(r)
     return template
 
