@@ -36,7 +36,8 @@ MAX_ERRORS = 200  # errors weighed for "first in the file": jsonschema yields a 
 _MISSING = {"required", "anyOf", "oneOf"}  # about what a mapping lacks
 _SHOWS_VALUE = {"type", "pattern", "minLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                 "const", "format"}
-_OWN_WORDS = {"additionalProperties", "required", "uniqueItems", "enum", "date"}  # exact: never errorMessage
+_OWN_WORDS = {"additionalProperties", "required", "uniqueItems", "enum", "date",  # exact: never errorMessage
+              "maxLength", "maxProperties", "maxItems"}  # a bound says its own size
 _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
                "number": "a number", "boolean": "true or false", "null": "null"}
 
@@ -250,7 +251,11 @@ def _item_name(parent: Any, step: Any, how: tuple[str, str | None]) -> str:
         return str(step)
     item = _walk(parent, [step])[0]
     value = item.get(label) if isinstance(item, dict) else None
-    return f"{noun} {value!r}" if isinstance(value, str) and value else ""
+    return f"{noun} {_clipped(value)!r}" if isinstance(value, str) and value else ""
+
+
+def _clipped(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _describe(error: ValidationError, node: Any, subject: str, form: Form) -> str:
@@ -286,6 +291,10 @@ def _default_words(error: ValidationError, node: Any, subject: str, tail: str) -
         "minimum": lambda: f"{subject} must be at least {value}{tail}",
         "maximum": lambda: f"{subject} must be at most {value}{tail}",
         "exclusiveMinimum": lambda: f"{subject} must be more than {value}{tail}",
+        "maxLength": lambda: f"{subject}{' key' if error.instance is not node else ''} is "
+                             f"{len(error.instance):,} characters long (at most {value:,})",
+        "maxProperties": lambda: f"{subject} has {len(node):,} entries (at most {value:,})",
+        "maxItems": lambda: f"{subject} has {len(node):,} items (at most {value:,})",
     }
     if kind in simple:
         return simple[kind]()
