@@ -291,8 +291,8 @@ def _default_words(error: ValidationError, node: Any, subject: str, tail: str) -
         "minimum": lambda: f"{subject} must be at least {value}{tail}",
         "maximum": lambda: f"{subject} must be at most {value}{tail}",
         "exclusiveMinimum": lambda: f"{subject} must be more than {value}{tail}",
-        "maxLength": lambda: f"{subject}{' key' if error.instance is not node else ''} is "
-                             f"{len(error.instance):,} characters long (at most {value:,})",
+        "maxLength": lambda: f"{subject}{' key' if isinstance(node, dict) else ''} is "  # propertyNames: a key
+                             f"{len(str(error.instance)):,} characters long (at most {value:,})",
         "maxProperties": lambda: f"{subject} has {len(node):,} entries (at most {value:,})",
         "maxItems": lambda: f"{subject} has {len(node):,} items (at most {value:,})",
     }
