@@ -37,6 +37,7 @@ from ..errors import InputError
 from ..factpath import parse as parse_path
 from ..inputschema import Form, check
 from ..yamlload import LineDict, LineList, load_yaml_file
+from .expansion import TooCostly, compile_bounded
 from .params import Override, coerce, plain, substitute
 from .paths import PathError, Reads, analyze, element, root_spec
 from .rulefiles import rule_files
@@ -164,7 +165,9 @@ def _compile_expr(text: str, key: str, node: LineDict, pack: Pack, item: FactSpe
         raise InputError(f"{key}: unknown parameter ${{{exc.args[0]}}} (pack {pack.name} has: {known})", pack.source,
                          line) from None
     try:
-        compiled = jmespath.compile(expanded)
+        compiled = compile_bounded(expanded)
+    except TooCostly as exc:
+        raise InputError(f"{key}: {exc}", pack.source, line) from None
     except RecursionError:
         raise InputError(f"{key}: JMESPath expression nested too deeply", pack.source, line) from None
     except (JMESPathError, ValueError) as exc:  # ValueError: a number past Python's int digit limit

@@ -95,6 +95,13 @@ _CASES = [
     Case("rules-invalid-month", "rules", "pack: t\nparams:\n  since: 2026-13-45\n" + RULE, ":3", "2026-13-45"),
     Case("rules-invalid-hour", "rules", "pack: t\nparams:\n  at: 2026-01-01T25:00:00\n" + RULE, ":3", "T25"),
     Case("rules-mixed-key-types", "rules", "pack: t\n1: x\nzzz: y\n" + RULE, ":2", "unknown key"),
+    Case("rules-copies-doubling", "rules", "pack: t\n" + RULE.replace(
+        "facts.os.id == `x`", "length(to_string(facts.os" + " | [@, @]" * 22 + ")) > `0`"), ":6", "4,194,304 copies"),
+    Case("rules-copies-in-projection", "rules", "pack: t\n" + RULE.replace(
+        "facts.os.id == `x`", "length(facts.systemd.units[].[@, @, @, @][].[@, @, @, @][].[@, @, @, @][].[@, @, @, @]"
+        "[].[@, @]) > `0`"), ":6", "512 copies"),
+    Case("rules-expression-too-long", "rules", "pack: t\n" + RULE.replace(
+        "facts.os.id == `x`", " || ".join(["facts.os.id"] * 2000)), ":6", "at most 16,384"),
     Case("rules-mixed-keys-in-rule", "rules", "pack: t\n" + RULE + "    1: x\n    zzz: y\n", ":7", "unknown key"),
     Case("rules-huge-int", "rules", f"pack: t\nparams:\n  n: {BIG_INT}\n" + RULE, ":3", "digits"),
     Case("rules-deep-nesting", "rules", "pack: t\nparams:\n  n: " + "[" * DEEP + "]" * DEEP + "\n" + RULE, ":3",
