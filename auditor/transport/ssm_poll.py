@@ -137,7 +137,9 @@ class Poller:
                 continue
             inv = from_row(row)
             whole = complete(inv["StandardOutputContent"], self.reading) if norm(inv["Status"]) == "success" else None
-            if whole is not None:
+            if isinstance(whole, TransportError):
+                yield iid, whole
+            elif whole is not None:
                 yield iid, result_of(whole, inv["StandardErrorContent"], elapsed_s(inv["ExecutionElapsedTime"]))
             else:
                 fetch.append(iid)
@@ -202,6 +204,9 @@ class Poller:
         for obj, got in bounded_map(pool, read, new, self.window):
             sent.seen.add(obj.instance_id)
             whole = complete(got[0], self.reading) if got is not None and not got[1] else None
+            if isinstance(whole, TransportError):
+                yield obj.instance_id, whole
+                continue
             if whole is None:
                 sent.partial.add(obj.instance_id)
                 continue

@@ -1,0 +1,126 @@
+"""Tag-targeted SSM scans reading outputs from S3 (`scan --ec2 tag:… --via ssm --ssm-targets
+--ssm-s3-bucket B`) when one instance's output, key or S3 read misbehaves: that host gets a named
+status, every other host its own result, and the run its exit code (3: incomplete), never a crash.
+
+Real HTTP throughout: moto's server (EC2 tags, S3 outputs) and the local SSM endpoint (tests/ssm_endpoint)
+in replay mode, each instance answering with a recorded probe output carrying its own identity.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from auditor.cli import main
+from auditor.collect.probe import DEFAULT_BINARIES, probe_script
+from auditor.context import Env
+from auditor.transport.ssm_document import DOCUMENT_NAME, FOOTER, HEADER, document_json
+from tests.ssm_endpoint import AwsStandIns
+from tests.ssm_endpoint.recorded import recorded_document_output
+from tests.ssm_endpoint.replay import _SCRIPT_NONCE, Identity, Replay
+
+BUCKET = "tgt-out"
+PREFIX = "ami-auditor"
+N = 3
+Mode = Callable[[Identity, str, str], str]  # (identity, nonce, its good output) -> what the instance prints
+
+
+class Fleet:
+    """N tagged instances; `mode[k]` replaces what instance k prints, `on_sent(command_id)` runs once sent."""
+
+    def __init__(self, aws: AwsStandIns, replay: Replay):
+        self.aws, self.replay = aws, replay
+        self.ids: list[str] = []
+        self.mode: dict[int, Mode] = {}
+        image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+        for k in range(N):
+            tags = [{"Key": "fleet", "Value": "tgt"}, {"Key": "Name", "Value": f"h{k}"}]
+            [inst] = aws.ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1,
+                                           TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+                                           Placement={"AvailabilityZone": "us-east-1a"})["Instances"]
+            self.ids.append(inst["InstanceId"])
+            ident = Identity(inst["InstanceId"], image, inst["InstanceType"], "us-east-1a", "use1-az1")
+            aws.endpoint.add_instance(inst["InstanceId"], self.runner(k, ident))
+
+    def runner(self, k: int, ident: Identity):
+        def run(script: str, env: dict[str, str], timeout: float) -> tuple[str, str, int]:
+            m = _SCRIPT_NONCE.search(script)
+            nonce = env.get("SSM_nonce") or (m.group(1) if m else "")
+            good = self.replay.answer(ident, nonce)
+            return (self.mode[k](ident, nonce, good) if k in self.mode else good), "", 0
+        return run
+
+    def scan(self, tmp: Path, *extra: str, bucket: bool = True) -> tuple[int, dict[str, dict], dict, str]:
+        """Exit code, hosts by name, the report and stderr of one `scan`."""
+        argv = ["scan", "--ec2", "tag:fleet=tgt", "--via", "ssm", "--ssm-targets", "--region", "us-east-1",
+                "--ssm-poll-interval", "0.2", "--no-store", "--format", "json", "--out", str(tmp),
+                "--fail-on", "critical", "--deadline", "30", *extra]
+        if bucket:
+            argv += ["--ssm-s3-bucket", BUCKET, "--ssm-s3-prefix", PREFIX]
+        stdout, stderr = io.StringIO(), io.StringIO()
+        code = main(argv, Env(stdout, stderr))
+        report = json.loads((tmp / "report.json").read_text()) if (tmp / "report.json").exists() else {}
+        return code, {h["name"]: h for h in report.get("hosts", [])}, report, stderr.getvalue()
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[Fleet]:
+    with AwsStandIns(visibility_lag_s=0.2) as aws:
+        aws.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
+                                DocumentType="Command", DocumentFormat="JSON")
+        aws.s3.create_bucket(Bucket=BUCKET)
+        yield Fleet(aws, Replay(recorded_document_output()))
+
+
+@pytest.fixture(autouse=True)
+def _reset(fleet: Fleet) -> Iterator[None]:
+    yield
+    fleet.mode.clear()
+    for inst in fleet.aws.endpoint.instances.values():
+        inst.s3_write, inst.behaviour = True, "run"
+
+
+def framed(raw: str) -> str:
+    """Probe stdout framed as the document's wrapper prints it."""
+    return f"{HEADER} gzip-base64\n{base64.b64encode(gzip.compress(raw.encode(), mtime=0)).decode()}\n{FOOTER}\n"
+
+
+def assert_only_h1_failed(code: int, hosts: dict[str, dict], err: str, why: str) -> None:
+    assert code == 3, err
+    assert hosts["h1"]["status"] == "error" and why in hosts["h1"]["error"], hosts["h1"]
+    assert [hosts[h]["status"] for h in ("h0", "h2")] == ["ok", "ok"]
+
+
+@pytest.mark.parametrize("bucket", [True, False], ids=["s3", "inline"])
+def test_a_non_ascii_payload_is_that_hosts_error_not_a_crash(fleet: Fleet, tmp_path: Path, bucket: bool) -> None:
+    fleet.mode[1] = lambda ident, nonce, good: f"{HEADER} gzip-base64\nH4sI\u00e9\u00e9\u00e9\u00e9\n{FOOTER}\n"
+    code, hosts, _, err = fleet.scan(tmp_path, bucket=bucket)
+    assert_only_h1_failed(code, hosts, err, "payload is not base64")
+
+
+def test_s3_object_bytes_that_are_not_utf8_are_that_hosts_error(fleet: Fleet, tmp_path: Path) -> None:
+    """The object is planted where the agent would write it (its own upload fails)."""
+    fleet.aws.endpoint.instances[fleet.ids[1]].s3_write = False
+    fleet.mode[1] = lambda ident, nonce, good: "x"  # SSM's own copy: not ours either
+    real_send = fleet.aws.endpoint.op_SendCommand
+
+    def send(req: dict) -> dict:
+        answer = real_send(req)
+        key = f"{PREFIX}/{answer['Command']['CommandId']}/{fleet.ids[1]}/awsrunShellScript/probe/stdout"
+        fleet.aws.s3.put_object(Bucket=BUCKET, Key=key, Body=f"{HEADER} gzip-base64\nH4sI".encode()
+                                + b"\xff\xfe\xfd\xfc" + f"\n{FOOTER}\n".encode())
+        return answer
+
+    fleet.aws.endpoint.op_SendCommand = send  # type: ignore[method-assign]
+    try:
+        code, hosts, _, err = fleet.scan(tmp_path)
+    finally:
+        del fleet.aws.endpoint.op_SendCommand
+    assert_only_h1_failed(code, hosts, err, "payload is not base64")
+
