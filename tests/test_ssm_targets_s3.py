@@ -20,7 +20,7 @@ import pytest
 from auditor.cli import main
 from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.context import Env
-from auditor.transport.ssm_document import DOCUMENT_NAME, FOOTER, HEADER, document_json
+from auditor.transport.ssm_document import DOCUMENT_NAME, FOOTER, HEADER, decode_output, document_json
 from tests.ssm_endpoint import AwsStandIns
 from tests.ssm_endpoint.recorded import recorded_document_output
 from tests.ssm_endpoint.replay import _SCRIPT_NONCE, Identity, Replay
@@ -124,3 +124,13 @@ def test_s3_object_bytes_that_are_not_utf8_are_that_hosts_error(fleet: Fleet, tm
         del fleet.aws.endpoint.op_SendCommand
     assert_only_h1_failed(code, hosts, err, "payload is not base64")
 
+
+@pytest.mark.parametrize("digits", ["9" * 5000, "9" * 20, "256", "-1", ""],
+                         ids=["5000-digits", "20-digits", "256", "negative", "empty"])
+def test_an_exit_mark_that_is_no_shell_status_is_that_hosts_named_error(fleet: Fleet, tmp_path: Path,
+                                                                         digits: str) -> None:
+    """Python refuses int() of > 4,300 digits (it crashed the scan); a 20-digit or negative status was
+    silently ignored and the host passed."""
+    fleet.mode[1] = lambda ident, nonce, good: framed(decode_output(good).stdout + f"@@AMI-AUDITOR-EXIT {digits}@@\n")
+    code, hosts, _, err = fleet.scan(tmp_path)
+    assert_only_h1_failed(code, hosts, err, "exit mark is not a shell status")

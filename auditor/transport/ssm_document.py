@@ -39,7 +39,9 @@ from .base import DEFAULT_MAX_OUTPUT
 STEP_NAME = "probe"
 HEADER = "AMI-AUDITOR-SSM/1"
 FOOTER = "AMI-AUDITOR-SSM/1 end"
-EXIT_MARK = re.compile(r"\n?@@AMI-AUDITOR-EXIT (\d+)@@\n?$")
+# the wrapper's `$?`: anything between the mark's words is read, then checked (a host prints what it likes)
+EXIT_MARK = re.compile(r"\n?@@AMI-AUDITOR-EXIT ([^@\n]*)@@\n?$")
+_STATUS = re.compile(r"^[0-9]{1,3}$")
 _ITEM = rf"({NAME}|{CLEAN_PATH})"
 # bare names or clean absolute paths only; plain groups (portable to the service's regex engine), and no
 # nested ambiguity: segments start with distinct characters and stop at `/` or ` ` (linear matching)
@@ -174,8 +176,8 @@ def document_probe_sha256(content: str) -> str | None:
 
 
 class MalformedOutput(ValueError):
-    """Framed output no wrapper of ours prints (a payload that is not base64): the host's
-    output is rejected by name, never read as a cut stream or a pass."""
+    """Framed output no wrapper of ours prints (a payload that is not base64, an exit mark that is no
+    status): the host's output is rejected by name, never read as a cut stream or a pass."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,7 @@ class Decoded:
 def decode_output(text: str, max_output: int = DEFAULT_MAX_OUTPUT) -> Decoded:
     """Undo the wrapper's framing and compression; a cut stream yields its readable prefix.
 
-    Raises MalformedOutput for framed output no wrapper prints (a payload that is not base64).
+    Raises MalformedOutput for framed output no wrapper prints (not base64, an exit mark that is no status).
     Never more than `max_output` bytes are inflated (a gzip bomb yields its first `max_output` bytes,
     marked truncated and capped), streaming, so a small hostile object never becomes a huge allocation.
     """
@@ -225,5 +227,9 @@ def decode_output(text: str, max_output: int = DEFAULT_MAX_OUTPUT) -> Decoded:
         probe_out = body[:max_output]
     m = EXIT_MARK.search(probe_out)
     if m and not capped:
-        return Decoded(probe_out[: m.start()] + "\n", int(m.group(1)), not complete, True)
+        status = m.group(1)
+        if not _STATUS.match(status) or int(status) > 255:
+            raise MalformedOutput(f"exit mark is not a shell status (0-255): {status[:20]!r}"
+                                  + (f" ({len(status)} characters)" if len(status) > 20 else ""))
+        return Decoded(probe_out[: m.start()] + "\n", int(status), not complete, True)
     return Decoded(probe_out, -1, True, True, capped)
