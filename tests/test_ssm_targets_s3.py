@@ -134,3 +134,10 @@ def test_an_exit_mark_that_is_no_shell_status_is_that_hosts_named_error(fleet: F
     fleet.mode[1] = lambda ident, nonce, good: framed(decode_output(good).stdout + f"@@AMI-AUDITOR-EXIT {digits}@@\n")
     code, hosts, _, err = fleet.scan(tmp_path)
     assert_only_h1_failed(code, hosts, err, "exit mark is not a shell status")
+
+
+def test_output_framed_with_another_runs_nonce_is_named_replayed_or_forged(fleet: Fleet, tmp_path: Path) -> None:
+    """It showed status ok, "probe did not finish (probe exited with status 0)" and every area missing."""
+    fleet.mode[1] = lambda ident, nonce, good: fleet.replay.answer(ident, "0123456789abcdef" * 2)
+    code, hosts, _, err = fleet.scan(tmp_path)
+    assert_only_h1_failed(code, hosts, err, "no section carried this run's nonce: output replayed or forged")

@@ -12,10 +12,11 @@ from ..snapshotdoc import Facts, HostInfo, Snapshot
 from .collectors import COLLECTORS, run_collector
 from .parsers.confinement import confinement_error
 from .parsers.identity import parse_host
-from .sections import Section, split_sections
+from .sections import MARKER_PREFIX, Section, split_sections
 
 _NONE = Section("", "", None)
 HOST_LABEL_FACTS = ("az", "az_id", "ami_id", "instance_type", "region")
+NO_NONCE = "no section carried this run's nonce"
 _TIMES = re.compile(r"(?<![\d.])(\d{1,9})m(\d{1,9}(?:\.\d{1,9})?)s")  # bounded: `0m..s` or 5,000 digits are no time
 
 
@@ -29,6 +30,13 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+def untrusted(snapshot: Snapshot) -> str | None:
+    """Why no fact of this snapshot can be believed (its sections all carried another run's nonce), else
+    None: the caller makes that the host's error, never a host whose every area is just missing."""
+    why = snapshot["errors"].get("probe", "")
+    return why if why.startswith(NO_NONCE) else None
+
+
 def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
                    collected_at: str | None = None) -> Snapshot:
     """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None` (the other rows' facts
@@ -38,7 +46,10 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
     `nonce` is the one this run handed the probe (collect/framing.py): only its markers count."""
     sections, done = split_sections(result.stdout, nonce)
     errors: dict[str, str] = {}
-    if not done:
+    if not sections and not done and MARKER_PREFIX + "SECTION " in result.stdout:  # framed, by another nonce
+        errors["probe"] = (f"{NO_NONCE}: output replayed or forged (not trusted); probe exited with status "
+                           f"{result.exit_status}")
+    elif not done:
         why = "output truncated" if result.truncated else f"probe exited with status {result.exit_status}"
         errors["probe"] = f"probe did not finish ({why}); stderr: {result.stderr.strip()[-300:]}"
     tampered = sorted(name for name, section in sections.items() if section.problem)
