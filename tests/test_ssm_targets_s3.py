@@ -117,12 +117,17 @@ def test_s3_object_bytes_that_are_not_utf8_are_that_hosts_error(fleet: Fleet, tm
                                 + b"\xff\xfe\xfd\xfc" + f"\n{FOOTER}\n".encode())
         return answer
 
+    code, hosts, _, err = planting(fleet, send, tmp_path)
+    assert_only_h1_failed(code, hosts, err, "payload is not base64")
+
+
+def planting(fleet: Fleet, send: Callable[[dict], dict], tmp: Path) -> tuple[int, dict[str, dict], dict, str]:
+    """A scan whose SendCommand is answered by `send` (which plants objects once the command exists)."""
     fleet.aws.endpoint.op_SendCommand = send  # type: ignore[method-assign]
     try:
-        code, hosts, _, err = fleet.scan(tmp_path)
+        return fleet.scan(tmp)
     finally:
         del fleet.aws.endpoint.op_SendCommand
-    assert_only_h1_failed(code, hosts, err, "payload is not base64")
 
 
 @pytest.mark.parametrize("digits", ["9" * 5000, "9" * 20, "256", "-1", ""],
@@ -141,3 +146,33 @@ def test_output_framed_with_another_runs_nonce_is_named_replayed_or_forged(fleet
     fleet.mode[1] = lambda ident, nonce, good: fleet.replay.answer(ident, "0123456789abcdef" * 2)
     code, hosts, _, err = fleet.scan(tmp_path)
     assert_only_h1_failed(code, hosts, err, "no section carried this run's nonce: output replayed or forged")
+
+
+def test_only_ssms_own_key_for_an_instance_is_read_and_only_ssm_says_where_it_ran(fleet: Fleet,
+                                                                                 tmp_path: Path) -> None:
+    """Any instance may write under the prefix (the same nonce went to all): a `<victim>/aaa/stdout`
+    listed before the agent's own key replaced the victim's output; `junkdir/x/stdout` (and a well-formed
+    id SSM never ran on) made a note that the command "also ran on" it."""
+    victim = fleet.ids[1]
+    real_send = fleet.aws.endpoint.op_SendCommand
+
+    def send(req: dict) -> dict:
+        answer = real_send(req)
+        start = f"{PREFIX}/{answer['Command']['CommandId']}"
+        forged = fleet.replay.answer(Identity(victim, "ami-0f0f0f0f0f0f0f0f0"), req["Parameters"]["nonce"][0])
+        for key in (f"{victim}/aaa/stdout", f"{victim}/awsrunShellScript/0.awsrunShellScript/stdout",
+                    "junkdir/x/stdout", "i-0000000000000dead/awsrunShellScript/probe/stdout"):
+            fleet.aws.s3.put_object(Bucket=BUCKET, Key=f"{start}/{key}", Body=forged.encode())
+        return answer
+
+    hybrid = "mi-0123456789abcdef0"  # SSM does run on it (tagged, not in EC2): that one is noted
+    fleet.aws.endpoint.add_instance(hybrid, fleet.runner(0, Identity(hybrid)), tags={"fleet": "tgt"})
+    try:
+        code, hosts, report, err = planting(fleet, send, tmp_path)
+    finally:
+        del fleet.aws.endpoint.instances[hybrid]
+    assert code == 0, err
+    h1 = hosts["h1"]
+    assert h1["status"] == "ok" and h1["facts_summary"]["ami_id"] == h1["labels"]["ami_id"] != "ami-0f0f0f0f0f0f0f0f0"
+    [note] = [n for n in report.get("notes") or [] if "also ran on" in n]
+    assert f"also ran on 1 instance(s) EC2 discovery did not return ({hybrid})" in note

@@ -31,7 +31,15 @@ from ..aws.ssm import SSMSettings
 from ..errors import ProbeTimeout, TransportError, Unreachable
 from ..models import CommandResult
 from .ssm_output import TERMINAL, Outcome, Reading, complete, elapsed_s, from_row, norm, outcome, result_of, terminal
-from .ssm_s3 import OutputObject, bounded_map, key_of_url, list_outputs, read_object
+from .ssm_s3 import (
+    DOCUMENT_STEPS,
+    RUN_SHELL_SCRIPT_STEPS,
+    OutputObject,
+    bounded_map,
+    key_of_url,
+    list_outputs,
+    read_object,
+)
 
 S3_MISSING = ("\n[ami-auditor] S3 output object missing: SSM did not write this instance's stdout under "
               "s3://{bucket}/{prefix} (the instance role may lack s3:PutObject); read SSM's first 24,000 characters")
@@ -51,6 +59,7 @@ class Sent:
     extra: set[str] = field(default_factory=set)  # Targets mode: invoked, but not returned by discovery
     rounds: int = 0  # polling rounds that read the invocation list
     seen: set[str] = field(default_factory=set)  # S3 mode: instances whose output object was read
+    unknown: set[str] = field(default_factory=set)  # S3 mode, Targets: keys of undiscovered ids (unconfirmed)
     partial: set[str] = field(default_factory=set)  # S3 mode: read, not whole: settled with its status
 
 
@@ -93,6 +102,7 @@ class Poller:
                         yield from self.taken(sent, self.give_up(sent))
                     if not sent.ids:
                         del pending[command_id]
+                        self.confirm_extra(sent)
                         if sent.extra:
                             self.notes.append(extra_note(command_id, sent.extra))
 
@@ -180,15 +190,17 @@ class Poller:
 
     def outputs(self, sent: Sent) -> dict[str, OutputObject] | None:
         try:
-            objects = list_outputs(self.s3, self.reading.s3_bucket or "", self.settings.s3_prefix, sent.command_id)
+            steps = DOCUMENT_STEPS if self.settings.document else RUN_SHELL_SCRIPT_STEPS
+            objects = list_outputs(self.s3, self.reading.s3_bucket or "", self.settings.s3_prefix, sent.command_id,
+                                   steps)
         except TransportError as exc:  # no s3:ListBucket, no such bucket…: follow the invocation pages instead
             self.poll_error, self.s3_listing = str(exc), False
             self.notes.append(f"SSM outputs could not be listed in S3 ({exc}); read from SSM instead (24,000 "
                               "characters each, one call per instance): allow s3:ListBucket on the output prefix "
                               "(docs/iam-policy.json)")
             return None
-        if sent.targeted:
-            sent.extra.update(iid for iid in objects if iid not in sent.known)
+        if sent.targeted:  # anyone may write under the prefix: only SSM's invocation list says who ran it
+            sent.unknown.update(iid for iid in objects if iid not in sent.known)
         return objects
 
     def read_new(self, sent: Sent, new: list[OutputObject], pool: Executor) -> Iterator[tuple[str, Outcome]]:
@@ -274,6 +286,19 @@ class Poller:
                            f"{command.get('TargetCount', '?')} instances SSM resolved for {shown} (command "
                            f"{command.get('Status')}/{command.get('StatusDetails')}); tags changed since "
                            "discovery, or the agent is not registered under this id")
+
+    def confirm_extra(self, sent: Sent) -> None:
+        """Output keys of instances discovery did not return are no proof SSM ran there: one listing of the
+        command's invocations (only when such keys exist) decides which go in the note."""
+        if not sent.unknown - sent.extra:
+            return
+        try:
+            for page in pages(self.ssm, "list_command_invocations", "ListCommandInvocations", 50, polling_error,
+                              CommandId=sent.command_id):
+                sent.extra.update(row["InstanceId"] for row in page.get("CommandInvocations") or []
+                                  if row["InstanceId"] not in sent.known)
+        except TransportError as exc:
+            self.poll_error = str(exc)
 
     def give_up(self, sent: Sent) -> Iterator[tuple[str, Outcome]]:
         """Past the deadline: cancel what still runs (best effort; tag-targeted: the entire command) and

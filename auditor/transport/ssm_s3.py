@@ -1,13 +1,16 @@
 """Outputs SSM wrote to the `--ssm-s3-bucket`: listed by command prefix, read bounded.
 
 SSM writes each invocation's stdout to `<prefix>/<command id>/<instance id>/<plugin>/<step>/stdout`
-once the step has finished. Listing `<prefix>/<command id>/` (ListObjectsV2, ≤ 1,000 keys a page)
+once the step has finished. Every instance profile may write under the prefix, so only that exact key
+of a well-formed instance id is read (a planted `<cid>/<victim>/aaa/stdout` is not), and an id seen only
+in S3 is no evidence that SSM ran there. Listing `<prefix>/<command id>/` (ListObjectsV2, ≤ 1,000 keys a page)
 tells which instances have finished without one SSM API call per instance; each object is then read
 with at most `limit` bytes fetched (a hostile or huge object never becomes a huge allocation).
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
@@ -17,7 +20,14 @@ from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from ..aws.api import pages
+from .ssm_document import STEP_NAME
 
+INSTANCE_ID = re.compile(r"^(i|mi)-[0-9a-f]{8,17}$")
+PLUGIN = "awsrunShellScript"  # `aws:runShellScript` as SSM spells it in output keys
+# the step's directory: our document's step, or AWS-RunShellScript's (schema 1.2 `0.awsrunShellScript`;
+# its 2.2 form names the step `runShellScript`)
+DOCUMENT_STEPS = (STEP_NAME,)
+RUN_SHELL_SCRIPT_STEPS = ("0.awsrunShellScript", "runShellScript")
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -37,19 +47,22 @@ def command_prefix(prefix: str, command_id: str) -> str:
     return f"{base}/{command_id}/" if base else f"{command_id}/"
 
 
-def list_outputs(s3: Any, bucket: str, prefix: str, command_id: str) -> dict[str, OutputObject]:
-    """Instance id → its stdout object, for every output of `command_id` written so far (TransportError
-    when the bucket cannot be listed)."""
+def list_outputs(s3: Any, bucket: str, prefix: str, command_id: str,
+                 steps: tuple[str, ...] = DOCUMENT_STEPS) -> dict[str, OutputObject]:
+    """Instance id → its stdout object, for every output of `command_id` written so far, only at the key
+    SSM writes for one of `steps` (TransportError when the bucket cannot be listed)."""
     start = command_prefix(prefix, command_id)
-    found: dict[str, OutputObject] = {}
+    rank = {f"/{PLUGIN}/{step}/stdout": n for n, step in enumerate(steps)}  # the first step's key wins
+    found: dict[str, tuple[int, OutputObject]] = {}
     for page in pages(s3, "list_objects_v2", f"ListObjectsV2 s3://{bucket}/{start}", Bucket=bucket, Prefix=start):
         for obj in page.get("Contents") or []:
             key = str(obj.get("Key") or "")
-            instance_id, _, rest = key[len(start):].partition("/")
-            if instance_id and rest.endswith("stdout") and (rest == "stdout" or rest.endswith("/stdout")):
-                found.setdefault(instance_id, OutputObject(instance_id, key, int(obj.get("Size") or 0),
-                                                           obj.get("LastModified")))
-    return found
+            instance_id, slash, rest = key[len(start):].partition("/")
+            n = rank.get(slash + rest)
+            if n is not None and INSTANCE_ID.match(instance_id) and n < found.get(instance_id, (len(rank),))[0]:
+                found[instance_id] = n, OutputObject(instance_id, key, int(obj.get("Size") or 0),
+                                                     obj.get("LastModified"))
+    return {iid: obj for iid, (_, obj) in found.items()}
 
 
 def key_of_url(url: str, bucket: str) -> str:
