@@ -21,6 +21,7 @@ from auditor.cli import main
 from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.context import Env
 from auditor.transport.ssm_document import DOCUMENT_NAME, FOOTER, HEADER, decode_output, document_json
+from tests.s3_fault_proxy import S3FaultProxy
 from tests.ssm_endpoint import AwsStandIns
 from tests.ssm_endpoint.recorded import recorded_document_output
 from tests.ssm_endpoint.replay import _SCRIPT_NONCE, Identity, Replay
@@ -176,3 +177,35 @@ def test_only_ssms_own_key_for_an_instance_is_read_and_only_ssm_says_where_it_ra
     assert h1["status"] == "ok" and h1["facts_summary"]["ami_id"] == h1["labels"]["ami_id"] != "ami-0f0f0f0f0f0f0f0f0"
     [note] = [n for n in report.get("notes") or [] if "also ran on" in n]
     assert f"also ran on 1 instance(s) EC2 discovery did not return ({hybrid})" in note
+
+
+def is_listing(method: str, path: str) -> bool:
+    return method == "GET" and "list-type=2" in path
+
+
+@pytest.mark.parametrize("fault", ["slowdown", "denied"])
+def test_only_a_refused_listing_switches_to_one_ssm_call_per_instance(fleet: Fleet, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      fault: str) -> None:
+    """Two ListObjectsV2 calls throttled through all of botocore's attempts made the whole run read
+    every instance with GetCommandInvocation, with a note to allow s3:ListBucket."""
+    with S3FaultProxy(fleet.aws.moto_url) as proxy:
+        throttled = iter(range(6))  # 2 calls × 3 attempts
+        if fault == "slowdown":
+            proxy.rules.append(lambda m, p: ("error", 503, "SlowDown", "Please reduce your request rate.")
+                               if is_listing(m, p) and next(throttled, None) is not None else None)
+        else:
+            proxy.rules.append(lambda m, p: ("error", 403, "AccessDenied", "Access Denied")
+                               if is_listing(m, p) else None)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", proxy.url)
+        fleet.aws.endpoint.calls.clear()
+        code, hosts, report, err = fleet.scan(tmp_path)
+    assert code == 0, err
+    assert [h["status"] for h in hosts.values()] == ["ok"] * N
+    fallback = [n for n in report.get("notes") or [] if "could not be listed in S3" in n]
+    per_instance = fleet.aws.endpoint.calls["GetCommandInvocation"]
+    if fault == "slowdown":
+        assert not fallback and per_instance == 0, (fallback, per_instance)
+        assert next(throttled, None) is None  # the fault really happened
+    else:
+        assert "AccessDenied" in fallback[0] and per_instance == N

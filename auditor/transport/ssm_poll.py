@@ -34,6 +34,7 @@ from .ssm_output import TERMINAL, Outcome, Reading, complete, elapsed_s, from_ro
 from .ssm_s3 import (
     DOCUMENT_STEPS,
     RUN_SHELL_SCRIPT_STEPS,
+    ListingRefused,
     OutputObject,
     bounded_map,
     key_of_url,
@@ -193,11 +194,14 @@ class Poller:
             steps = DOCUMENT_STEPS if self.settings.document else RUN_SHELL_SCRIPT_STEPS
             objects = list_outputs(self.s3, self.reading.s3_bucket or "", self.settings.s3_prefix, sent.command_id,
                                    steps)
-        except TransportError as exc:  # no s3:ListBucket, no such bucket…: follow the invocation pages instead
+        except ListingRefused as exc:  # no s3:ListBucket, no such bucket…: follow the invocation pages instead
             self.poll_error, self.s3_listing = str(exc), False
             self.notes.append(f"SSM outputs could not be listed in S3 ({exc}); read from SSM instead (24,000 "
                               "characters each, one call per instance): allow s3:ListBucket on the output prefix "
                               "(docs/iam-policy.json)")
+            return None
+        except TransportError as exc:  # throttled, 5xx, connection: S3 mode stays; list again next round
+            self.poll_error = str(exc)
             return None
         if sent.targeted:  # anyone may write under the prefix: only SSM's invocation list says who ran it
             sent.unknown.update(iid for iid in objects if iid not in sent.known)

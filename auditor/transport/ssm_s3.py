@@ -19,7 +19,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from ..aws.api import pages
+from ..aws.api import error_code, error_for_aws, pages
+from ..errors import AuditorError, TransportError
 from .ssm_document import STEP_NAME
 
 INSTANCE_ID = re.compile(r"^(i|mi)-[0-9a-f]{8,17}$")
@@ -28,7 +29,20 @@ PLUGIN = "awsrunShellScript"  # `aws:runShellScript` as SSM spells it in output 
 # its 2.2 form names the step `runShellScript`)
 DOCUMENT_STEPS = (STEP_NAME,)
 RUN_SHELL_SCRIPT_STEPS = ("0.awsrunShellScript", "runShellScript")
+# the prefix cannot be listed at all (permissions, the bucket): a reason to read from SSM instead; anything
+# else (throttling, 5xx, a dropped connection) passes, and the next round lists again
+REFUSED = ("AccessDenied", "AllAccessDisabled", "NoSuchBucket", "InvalidBucketName", "PermanentRedirect",
+           "AuthorizationHeaderMalformed", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccountProblem")
 T = TypeVar("T")
+
+
+class ListingRefused(TransportError):
+    """S3 refuses to list the output prefix for good (no s3:ListBucket, no such bucket…)."""
+
+
+def listing_error(exc: Exception, what: str) -> AuditorError:
+    error = error_for_aws(exc, what)
+    return ListingRefused(str(error)) if error_code(exc)[0] in REFUSED else error
 R = TypeVar("R")
 
 
@@ -50,11 +64,13 @@ def command_prefix(prefix: str, command_id: str) -> str:
 def list_outputs(s3: Any, bucket: str, prefix: str, command_id: str,
                  steps: tuple[str, ...] = DOCUMENT_STEPS) -> dict[str, OutputObject]:
     """Instance id → its stdout object, for every output of `command_id` written so far, only at the key
-    SSM writes for one of `steps` (TransportError when the bucket cannot be listed)."""
+    SSM writes for one of `steps` (ListingRefused when the prefix cannot be listed, TransportError when
+    this listing failed)."""
     start = command_prefix(prefix, command_id)
     rank = {f"/{PLUGIN}/{step}/stdout": n for n, step in enumerate(steps)}  # the first step's key wins
     found: dict[str, tuple[int, OutputObject]] = {}
-    for page in pages(s3, "list_objects_v2", f"ListObjectsV2 s3://{bucket}/{start}", Bucket=bucket, Prefix=start):
+    for page in pages(s3, "list_objects_v2", f"ListObjectsV2 s3://{bucket}/{start}", mapper=listing_error,
+                      Bucket=bucket, Prefix=start):
         for obj in page.get("Contents") or []:
             key = str(obj.get("Key") or "")
             instance_id, slash, rest = key[len(start):].partition("/")
