@@ -12,6 +12,7 @@ import base64
 import gzip
 import io
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -209,3 +210,28 @@ def test_only_a_refused_listing_switches_to_one_ssm_call_per_instance(fleet: Fle
         assert next(throttled, None) is None  # the fault really happened
     else:
         assert "AccessDenied" in fallback[0] and per_instance == N
+
+
+def reading(iid: str) -> Callable[[str, str], bool]:
+    return lambda method, path: method == "GET" and iid in path and "list-type" not in path
+
+
+def test_s3_reads_are_bounded_by_the_deadline(fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """h1's object trickles in (100 bytes every 2 s), h2's GetObject never answers: a `--deadline 10`
+    scan took 369 s, and a hung read 126 s (4 tries × 30 s) then "no output in S3 yet"."""
+    with S3FaultProxy(fleet.aws.moto_url) as proxy:
+        proxy.rules += [lambda m, p: ("trickle", 2.0, 100) if reading(fleet.ids[1])(m, p) else None,
+                        lambda m, p: ("hang",) if reading(fleet.ids[2])(m, p) else None]
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", proxy.url)
+        started = time.monotonic()
+        fleet.aws.endpoint.calls.clear()
+        code, hosts, report, err = fleet.scan(tmp_path, "--deadline", "10")
+        took = time.monotonic() - started
+        assert {a for _, _, a in proxy.seen} >= {"trickle", "hang"}, (proxy.seen, fleet.ids, hosts)
+    assert took < 60, f"{took:.0f} s"  # each read gives up after 5 s (half the deadline), not minutes later
+    # settled from SSM's own status and output (whole here), saying why
+    assert [h["status"] for h in hosts.values()] == ["ok"] * N, hosts
+    [note] = [n for n in report.get("notes") or [] if "ran out of time" in n]
+    assert fleet.ids[1] in note and fleet.ids[2] in note and "settled from SSM's own status" in note
+    assert fleet.aws.endpoint.calls["GetCommandInvocation"] == 2
+    assert code == 0, err

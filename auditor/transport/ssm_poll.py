@@ -36,12 +36,14 @@ from .ssm_s3 import (
     RUN_SHELL_SCRIPT_STEPS,
     ListingRefused,
     OutputObject,
+    ReadTimedOut,
     bounded_map,
     key_of_url,
     list_outputs,
     read_object,
 )
 
+READ_BUDGET_S = 20.0  # one S3 output read, at most (half the deadline if less; never past the command's)
 S3_MISSING = ("\n[ami-auditor] S3 output object missing: SSM did not write this instance's stdout under "
               "s3://{bucket}/{prefix} (the instance role may lack s3:PutObject); read SSM's first 24,000 characters")
 
@@ -62,6 +64,7 @@ class Sent:
     seen: set[str] = field(default_factory=set)  # S3 mode: instances whose output object was read
     unknown: set[str] = field(default_factory=set)  # S3 mode, Targets: keys of undiscovered ids (unconfirmed)
     partial: set[str] = field(default_factory=set)  # S3 mode: read, not whole: settled with its status
+    late: dict[str, str] = field(default_factory=dict)  # S3 mode: reads that ran out of time, and how
 
 
 def polling_error(exc: Exception, what: str) -> TransportError:
@@ -73,6 +76,12 @@ def extra_note(command_id: str, extra: set[str]) -> str:
     shown = ", ".join(sorted(extra)[:10]) + (", …" if len(extra) > 10 else "")
     return (f"SSM command {command_id} also ran on {len(extra)} instance(s) EC2 discovery did not return "
             f"({shown}): tagged or launched after discovery, or not EC2 (mi-…); not in this report")
+
+
+def late_note(command_id: str, late: dict[str, str]) -> str:
+    shown = ", ".join(sorted(late)[:10]) + (", …" if len(late) > 10 else "")
+    return (f"S3 reads of {len(late)} instance(s)' output ran out of time (command {command_id}: {shown}); each "
+            "was settled from SSM's own status and its first 24,000 characters instead")
 
 
 class Poller:
@@ -91,7 +100,8 @@ class Poller:
 
     def poll(self, pending: dict[str, Sent]) -> Iterator[tuple[str, Outcome]]:
         interval = self.settings.poll_interval_s
-        with ThreadPoolExecutor(max_workers=8) as pool:
+        pool = ThreadPoolExecutor(max_workers=8)
+        try:
             while pending:
                 self.sleep(interval * random.uniform(0.7, 1.3))
                 interval = min(interval * 1.5, self.settings.poll_interval_s * 5)
@@ -106,6 +116,10 @@ class Poller:
                         self.confirm_extra(sent)
                         if sent.extra:
                             self.notes.append(extra_note(command_id, sent.extra))
+                        if sent.late:
+                            self.notes.append(late_note(command_id, sent.late))
+        finally:  # a read left behind (it ran out of time) is not waited for
+            pool.shutdown(wait=False, cancel_futures=True)
 
     @staticmethod
     def taken(sent: Sent, found: Iterable[tuple[str, Outcome]]) -> Iterator[tuple[str, Outcome]]:
@@ -212,12 +226,19 @@ class Poller:
         for the command's end (their invocation status decides)."""
         def read(obj: OutputObject) -> tuple[OutputObject, tuple[str, bool] | None]:
             try:
-                return obj, read_object(self.s3, self.reading.s3_bucket or "", obj.key, self.reading.s3_limit)
+                return obj, read_object(self.s3, self.reading.s3_bucket or "", obj.key, self.reading.s3_limit,
+                                        self.read_until(sent))
             except Exception as exc:  # noqa: BLE001 - settled with the invocation's status instead
                 self.poll_error = "S3 GetObject: {}: {}".format(*error_code(exc))
+                if isinstance(exc, ReadTimedOut):
+                    sent.late[obj.instance_id] = str(exc)
                 return obj, None
 
-        for obj, got in bounded_map(pool, read, new, self.window):
+        def late(obj: OutputObject) -> tuple[OutputObject, None]:
+            sent.late[obj.instance_id] = f"S3 GetObject of s3://{self.reading.s3_bucket}/{obj.key} ran out of time"
+            return obj, None
+
+        for obj, got in bounded_map(pool, read, new, self.window, self.read_until(sent) + 1.0, late):
             sent.seen.add(obj.instance_id)
             whole = complete(got[0], self.reading) if got is not None and not got[1] else None
             if isinstance(whole, TransportError):
@@ -254,14 +275,22 @@ class Poller:
                 if result is not None:
                     yield iid, result
 
+    def read_until(self, sent: Sent) -> float:
+        """When an S3 read that starts now must have ended: within the command's deadline, and soon."""
+        return min(sent.deadline, time.monotonic() + max(2.0, min(READ_BUDGET_S, self.deadline_s / 2)))
+
     def settled(self, sent: Sent, iid: str, inv: dict[str, Any], obj: OutputObject | None) -> Outcome | None:
         """A finished instance without a whole output: its S3 object (listed, or where SSM says it wrote
-        it) read with its status; unreadable or never written → SSM's own 24,000 characters, saying why."""
+        it) read with its status; unreadable, too slow or never written → SSM's own 24,000 characters,
+        saying why."""
         bucket = self.reading.s3_bucket or ""
+        if iid in sent.late:  # read once already and ran out of time: not again
+            return self.fetch(sent.command_id, iid, f"\n[ami-auditor] S3 read timed out: {sent.late[iid]}; read "
+                                                    "SSM's first 24,000 characters")
         key = obj.key if obj is not None else key_of_url(inv.get("StandardOutputUrl") or "", bucket)
         if key:
             try:
-                text, capped = read_object(self.s3, bucket, key, self.reading.s3_limit)
+                text, capped = read_object(self.s3, bucket, key, self.reading.s3_limit, self.read_until(sent))
                 return outcome(inv, self.reading, text, capped)
             except Exception as exc:  # noqa: BLE001 - fall back to SSM's own copy, say why
                 note = "\n[ami-auditor] S3 output unreadable: {}: {}".format(*error_code(exc))
@@ -312,6 +341,8 @@ class Poller:
             self.ssm.cancel_command(CommandId=sent.command_id, **({} if sent.targeted else {"InstanceIds": ids}))
         unseen = "no output in S3 yet" if self.reading.s3_bucket else "not yet visible"
         for iid in ids:
+            seen = "its S3 output listed, reading it timed out" if iid in sent.late else unseen
             yield iid, ProbeTimeout(f"no SSM result within {self.deadline_s:.0f}s (+grace); last status "
-                                    f"{self.last.get(iid, unseen)}; command {sent.command_id} cancelled"
+                                    f"{self.last.get(iid, seen)}; command {sent.command_id} cancelled"
+                                    + (f"; S3 read timed out: {sent.late[iid]}" if iid in sent.late else "")
                                     + (f"; last polling error {self.poll_error}" if self.poll_error else ""))

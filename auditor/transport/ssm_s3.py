@@ -11,9 +11,11 @@ with at most `limit` bytes fetched (a hostile or huge object never becomes a hug
 from __future__ import annotations
 
 import re
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -89,15 +91,23 @@ def key_of_url(url: str, bucket: str) -> str:
     return path[len(bucket) + 1:] if in_path else path
 
 
-def read_object(s3: Any, bucket: str, key: str, limit: int) -> tuple[str, bool]:
+class ReadTimedOut(Exception):
+    """An S3 read that ran past its wall-clock budget (a body trickling in, a server that never answers)."""
+
+
+def read_object(s3: Any, bucket: str, key: str, limit: int, until: float | None = None) -> tuple[str, bool]:
     """At most `limit` bytes of the object, in chunks (never more is fetched into memory); True when
-    the object was longer."""
+    the object was longer. Past `until` (monotonic) it raises ReadTimedOut: each chunk is one socket read
+    (read1), so a body trickling in is cut at the budget, not when it ends."""
     stream = s3.get_object(Bucket=bucket, Key=key)["Body"]
+    read = getattr(getattr(stream, "_raw_stream", None), "read1", None) or stream.read
     chunks: list[bytes] = []
     total = 0
     try:
         while total <= limit:
-            chunk = stream.read(min(1 << 20, limit + 1 - total))
+            if until is not None and time.monotonic() > until:
+                raise ReadTimedOut(f"S3 GetObject of s3://{bucket}/{key} ran out of time after {total} bytes")
+            chunk = read(min(1 << 20, limit + 1 - total))
             if not chunk:
                 break
             chunks.append(chunk)
@@ -107,13 +117,26 @@ def read_object(s3: Any, bucket: str, key: str, limit: int) -> tuple[str, bool]:
     return b"".join(chunks)[:limit].decode("utf-8", "replace"), total > limit
 
 
-def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int) -> Iterator[R]:
+def bounded_map(pool: Executor, fn: Callable[[T], R], items: Iterable[T], window: int,
+                until: float | None = None, late: Callable[[T], R] | None = None) -> Iterator[R]:
     """`fn` over `items` in `pool`, results in order, never more than `window` submitted and not yet
-    taken: memory stays bounded however slowly the caller consumes them."""
-    futures: deque[Future[R]] = deque()
+    taken: memory stays bounded however slowly the caller consumes them. With `until` (monotonic) and
+    `late`, an item not done by then yields `late(item)` instead: its stuck worker is left behind."""
+    futures: deque[tuple[T, Future[R]]] = deque()
+
+    def take() -> R:
+        item, future = futures.popleft()
+        if until is None or late is None:
+            return future.result()
+        try:
+            return future.result(timeout=max(0.0, until - time.monotonic()))
+        except FutureTimeout:
+            future.cancel()
+            return late(item)
+
     for item in items:
-        futures.append(pool.submit(fn, item))
+        futures.append((item, pool.submit(fn, item)))
         if len(futures) >= window:
-            yield futures.popleft().result()
+            yield take()
     while futures:
-        yield futures.popleft().result()
+        yield take()
