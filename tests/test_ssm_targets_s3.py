@@ -12,6 +12,10 @@ import base64
 import gzip
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +31,7 @@ from tests.ssm_endpoint import AwsStandIns
 from tests.ssm_endpoint.recorded import recorded_document_output
 from tests.ssm_endpoint.replay import _SCRIPT_NONCE, Identity, Replay
 
+ROOT = Path(__file__).resolve().parent.parent
 BUCKET = "tgt-out"
 PREFIX = "ami-auditor"
 N = 3
@@ -235,3 +240,30 @@ def test_s3_reads_are_bounded_by_the_deadline(fleet: Fleet, tmp_path: Path, monk
     assert fleet.ids[1] in note and fleet.ids[2] in note and "settled from SSM's own status" in note
     assert fleet.aws.endpoint.calls["GetCommandInvocation"] == 2
     assert code == 0, err
+
+
+def test_sigterm_ends_the_scan_while_an_s3_read_is_stuck(fleet: Fleet, tmp_path: Path) -> None:
+    """The read pool's threads were joined at interpreter exit: exit 143 came only once the stuck
+    GetObject gave up (124 s with the old timeouts, ~20 s with the S3 client's own)."""
+    with S3FaultProxy(fleet.aws.moto_url) as proxy:
+        proxy.rules.append(lambda m, p: ("hang",) if reading(fleet.ids[1])(m, p) else None)
+        argv = ["scan", "--ec2", "tag:fleet=tgt", "--via", "ssm", "--ssm-targets", "--region", "us-east-1",
+                "--ssm-poll-interval", "0.2", "--no-store", "--format", "json", "--out", str(tmp_path),
+                "--deadline", "120", "--ssm-s3-bucket", BUCKET, "--ssm-s3-prefix", PREFIX]
+        env = {**os.environ, "AWS_ENDPOINT_URL_S3": proxy.url, "PYTHONPATH": str(ROOT)}
+        child = subprocess.Popen([sys.executable, "-c", "import sys\nfrom auditor.cli import main\nsys.exit(main())",
+                                  *argv], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            while not any(a == "hang" for _, _, a in proxy.seen) and child.poll() is None:
+                time.sleep(0.1)
+            assert child.poll() is None, child.communicate()
+            child.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            child.wait(timeout=120)
+            took = time.monotonic() - signalled
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.communicate()
+    assert child.returncode == 143
+    assert took < 10, f"{took:.1f} s"  # a stop takes ~2 s; the stuck read would have held it ~20 s

@@ -21,7 +21,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -30,6 +30,7 @@ from ..aws.api import THROTTLING, error_code, error_for_aws, pages
 from ..aws.ssm import SSMSettings
 from ..errors import ProbeTimeout, TransportError, Unreachable
 from ..models import CommandResult
+from ..workers import DaemonExecutor
 from .ssm_output import TERMINAL, Outcome, Reading, complete, elapsed_s, from_row, norm, outcome, result_of, terminal
 from .ssm_s3 import (
     DOCUMENT_STEPS,
@@ -100,7 +101,7 @@ class Poller:
 
     def poll(self, pending: dict[str, Sent]) -> Iterator[tuple[str, Outcome]]:
         interval = self.settings.poll_interval_s
-        pool = ThreadPoolExecutor(max_workers=8)
+        pool = DaemonExecutor(max_workers=8)  # a stuck read never holds the process at exit (SIGTERM)
         try:
             while pending:
                 self.sleep(interval * random.uniform(0.7, 1.3))
