@@ -267,3 +267,17 @@ def test_sigterm_ends_the_scan_while_an_s3_read_is_stuck(fleet: Fleet, tmp_path:
             child.communicate()
     assert child.returncode == 143
     assert took < 10, f"{took:.1f} s"  # a stop takes ~2 s; the stuck read would have held it ~20 s
+
+
+def test_one_straggler_at_the_deadline_does_not_hide_the_others_statuses(fleet: Fleet, tmp_path: Path) -> None:
+    """h0 is never delivered (still Pending at the deadline), h1 succeeded but its S3 upload failed (SSM holds
+    the output), h2 is undeliverable: all three were "timeout … no output in S3 yet; command cancelled"."""
+    instances = fleet.aws.endpoint.instances
+    instances[fleet.ids[0]].behaviour = "offline"
+    instances[fleet.ids[1]].s3_write = False
+    instances[fleet.ids[2]].behaviour = "undeliverable"
+    code, hosts, _, err = fleet.scan(tmp_path, "--deadline", "10")
+    assert code == 3, err
+    assert hosts["h0"]["status"] == "timeout" and "last status Pending" in hosts["h0"]["error"], hosts["h0"]
+    assert hosts["h1"]["status"] == "ok", hosts["h1"]  # read from SSM's own copy
+    assert hosts["h2"]["status"] == "unreachable" and "Undeliverable" in hosts["h2"]["error"], hosts["h2"]

@@ -44,7 +44,8 @@ from .ssm_s3 import (
     read_object,
 )
 
-READ_BUDGET_S = 20.0  # one S3 output read, at most (half the deadline if less; never past the command's)
+READ_BUDGET_S = 20.0  # one S3 output read, at most (half the deadline if less; not past the command's …)
+LAST_READ_S = 5.0  # … except the reads that settle finished hosts once it has passed
 S3_MISSING = ("\n[ami-auditor] S3 output object missing: SSM did not write this instance's stdout under "
               "s3://{bucket}/{prefix} (the instance role may lack s3:PutObject); read SSM's first 24,000 characters")
 
@@ -111,7 +112,7 @@ class Poller:
                     step = self.s3_round if self.reading.s3_bucket and self.s3_listing else self.api_round
                     yield from self.taken(sent, step(sent, pool))
                     if sent.ids and time.monotonic() > sent.deadline:
-                        yield from self.taken(sent, self.give_up(sent))
+                        yield from self.taken(sent, self.give_up(sent, pool))
                     if not sent.ids:
                         del pending[command_id]
                         self.confirm_extra(sent)
@@ -254,16 +255,8 @@ class Poller:
     def settle(self, sent: Sent, command: dict[str, Any],
                objects: dict[str, OutputObject]) -> Iterator[tuple[str, Outcome]]:
         """The command is done: every instance still awaited gets its status from one listing with details."""
-        rows: dict[str, dict[str, Any]] = {}
-        try:
-            for page in pages(self.ssm, "list_command_invocations", "ListCommandInvocations", 50, polling_error,
-                              CommandId=sent.command_id, Details=True):
-                for row in page.get("CommandInvocations") or []:
-                    self.last[row["InstanceId"]] = f"{row.get('Status')}/{row.get('StatusDetails')}"
-                    if row["InstanceId"] in sent.ids:
-                        rows[row["InstanceId"]] = row
-        except TransportError as exc:
-            self.poll_error = str(exc)
+        rows = self.awaited_rows(sent)
+        if rows is None:
             return
         for iid in sorted(sent.ids):
             row = rows.get(iid)
@@ -276,9 +269,25 @@ class Poller:
                 if result is not None:
                     yield iid, result
 
+    def awaited_rows(self, sent: Sent) -> dict[str, dict[str, Any]] | None:
+        """The awaited instances' rows of one invocation listing with details (None when it failed)."""
+        rows: dict[str, dict[str, Any]] = {}
+        try:
+            for page in pages(self.ssm, "list_command_invocations", "ListCommandInvocations", 50, polling_error,
+                              CommandId=sent.command_id, Details=True):
+                for row in page.get("CommandInvocations") or []:
+                    self.last[row["InstanceId"]] = f"{row.get('Status')}/{row.get('StatusDetails')}"
+                    if row["InstanceId"] in sent.ids:
+                        rows[row["InstanceId"]] = row
+        except TransportError as exc:
+            self.poll_error = str(exc)
+            return None
+        return rows
+
     def read_until(self, sent: Sent) -> float:
         """When an S3 read that starts now must have ended: within the command's deadline, and soon."""
-        return min(sent.deadline, time.monotonic() + max(2.0, min(READ_BUDGET_S, self.deadline_s / 2)))
+        now = time.monotonic()
+        return min(max(sent.deadline, now + LAST_READ_S), now + max(2.0, min(READ_BUDGET_S, self.deadline_s / 2)))
 
     def settled(self, sent: Sent, iid: str, inv: dict[str, Any], obj: OutputObject | None) -> Outcome | None:
         """A finished instance without a whole output: its S3 object (listed, or where SSM says it wrote
@@ -334,12 +343,23 @@ class Poller:
         except TransportError as exc:
             self.poll_error = str(exc)
 
-    def give_up(self, sent: Sent) -> Iterator[tuple[str, Outcome]]:
-        """Past the deadline: cancel what still runs (best effort; tag-targeted: the entire command) and
-        report a timeout with the last status."""
-        ids = sorted(sent.ids)
-        with contextlib.suppress(Exception):  # cancelling is a courtesy
-            self.ssm.cancel_command(CommandId=sent.command_id, **({} if sent.targeted else {"InstanceIds": ids}))
+    def give_up(self, sent: Sent, pool: Executor) -> Iterator[tuple[str, Outcome]]:
+        """Past the deadline: one listing with details settles every finished instance as usual; what still
+        runs is cancelled (best effort; tag-targeted: the entire command) and is a timeout with its last
+        status."""
+        rows = self.awaited_rows(sent) or {}
+        done = [row for row in rows.values() if terminal(row)]
+        if self.reading.s3_bucket:
+            found = [(row["InstanceId"], self.settled(sent, row["InstanceId"], from_row(row), None)) for row in done]
+        else:
+            found = list(self.listed_page(sent, done, pool))
+        settled = {iid: result for iid, result in found if result is not None}
+        ids = sorted(sent.ids - settled.keys())
+        if ids:
+            with contextlib.suppress(Exception):  # cancelling is a courtesy
+                self.ssm.cancel_command(CommandId=sent.command_id,
+                                        **({} if sent.targeted else {"InstanceIds": ids}))
+        yield from settled.items()
         unseen = "no output in S3 yet" if self.reading.s3_bucket else "not yet visible"
         for iid in ids:
             seen = "its S3 output listed, reading it timed out" if iid in sent.late else unseen
