@@ -6,6 +6,7 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from . import workers
 from .collect.probe import DEFAULT_BINARIES, probe_request, validate_binaries
@@ -74,7 +75,7 @@ def collect_ssm(
             yield index, HostResult(spec, "error", "SSM result carries no framing nonce", None,
                                     time.monotonic() - started)
         else:
-            snapshot = build_snapshot(spec, outcome, outcome.nonce)
+            snapshot = build_snapshot(spec, outcome, outcome.nonce, instance_id=urlsplit(spec.target).netloc)
             why = untrusted(snapshot)
             yield index, HostResult(spec, "error" if why else "ok", why, None if why else snapshot,
                                     outcome.duration_s)

@@ -281,3 +281,13 @@ def test_one_straggler_at_the_deadline_does_not_hide_the_others_statuses(fleet: 
     assert hosts["h0"]["status"] == "timeout" and "last status Pending" in hosts["h0"]["error"], hosts["h0"]
     assert hosts["h1"]["status"] == "ok", hosts["h1"]  # read from SSM's own copy
     assert hosts["h2"]["status"] == "unreachable" and "Undeliverable" in hosts["h2"]["error"], hosts["h2"]
+
+
+def test_another_instances_output_is_not_taken_for_this_ones(fleet: Fleet, tmp_path: Path) -> None:
+    """h2 prints h0's output (the right nonce: every targeted instance has it); it was ok, h0's id, exit 0."""
+    fleet.mode[2] = lambda ident, nonce, good: fleet.replay.answer(Identity(fleet.ids[0], ident.ami_id), nonce)
+    code, hosts, _, err = fleet.scan(tmp_path)
+    assert code == 3, err
+    assert hosts["h2"]["status"] == "error", hosts["h2"]
+    assert fleet.ids[0] in hosts["h2"]["error"] and fleet.ids[2] in hosts["h2"]["error"]
+    assert [hosts[h]["status"] for h in ("h0", "h1")] == ["ok", "ok"]
