@@ -276,9 +276,14 @@ def test_one_straggler_at_the_deadline_does_not_hide_the_others_statuses(fleet: 
     instances[fleet.ids[0]].behaviour = "offline"
     instances[fleet.ids[1]].s3_write = False
     instances[fleet.ids[2]].behaviour = "undeliverable"
+    fleet.aws.endpoint.calls.clear()
     code, hosts, _, err = fleet.scan(tmp_path, "--deadline", "10")
     assert code == 3, err
     assert hosts["h0"]["status"] == "timeout" and "last status Pending" in hosts["h0"]["error"], hosts["h0"]
+    # ~20 s of idle rounds (0.2 s growing to 1 s) asked ListCommands every round (~25 calls): it backs off
+    # (after 0.4, 0.8, … 16 s); the 3 stragglers are listed one by one (not every page of the command)
+    calls = fleet.aws.endpoint.calls
+    assert calls["ListCommands"] <= 8 and calls["ListCommandInvocations"] <= 3, dict(calls)
     assert hosts["h1"]["status"] == "ok", hosts["h1"]  # read from SSM's own copy
     assert hosts["h2"]["status"] == "unreachable" and "Undeliverable" in hosts["h2"]["error"], hosts["h2"]
 

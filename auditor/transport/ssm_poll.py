@@ -45,6 +45,10 @@ from .ssm_s3 import (
 )
 
 READ_BUDGET_S = 20.0  # one S3 output read, at most (half the deadline if less; not past the command's …)
+# idle rounds ask ListCommands after 2 polls or deadline/8, doubling up to 16 s or deadline/2: a straggler
+# costs a few calls per command, not one per round (a finished command is seen that much later at most)
+STATUS_WAIT_MAX_S = 16.0
+FEW = 3  # awaited instances at most that are each asked for (ListCommandInvocations by InstanceId)
 LAST_READ_S = 5.0  # … except the reads that settle finished hosts once it has passed
 S3_MISSING = ("\n[ami-auditor] S3 output object missing: SSM did not write this instance's stdout under "
               "s3://{bucket}/{prefix} (the instance role may lack s3:PutObject); read SSM's first 24,000 characters")
@@ -67,6 +71,8 @@ class Sent:
     unknown: set[str] = field(default_factory=set)  # S3 mode, Targets: keys of undiscovered ids (unconfirmed)
     partial: set[str] = field(default_factory=set)  # S3 mode: read, not whole: settled with its status
     late: dict[str, str] = field(default_factory=dict)  # S3 mode: reads that ran out of time, and how
+    status_at: float = 0.0  # S3 mode: ListCommands not before this (backs off while nothing new arrives)
+    status_wait: float = 0.0
 
 
 def polling_error(exc: Exception, what: str) -> TransportError:
@@ -196,9 +202,15 @@ class Poller:
         new = [objects[iid] for iid in sorted(sent.ids & objects.keys()) if iid not in sent.seen]
         yield from self.read_new(sent, new, pool)
         if new or not sent.ids:
+            sent.status_wait = 0.0
+            return
+        if time.monotonic() < sent.status_at:  # asked lately, and nothing new since: not yet again
             return
         command = self.command(sent.command_id)  # nothing new this round: is the command done?
         if command is None or norm(command.get("Status")) not in TERMINAL:
+            first = max(2 * self.settings.poll_interval_s, self.deadline_s / 8)
+            sent.status_wait = min(max(2 * sent.status_wait, first), max(STATUS_WAIT_MAX_S, self.deadline_s / 2))
+            sent.status_at = time.monotonic() + sent.status_wait
             return
         objects = self.outputs(sent) or objects  # an output written since the first listing
         yield from self.read_new(sent, [objects[i] for i in sorted(sent.ids & objects.keys()) if i not in sent.seen],
@@ -272,9 +284,11 @@ class Poller:
     def awaited_rows(self, sent: Sent) -> dict[str, dict[str, Any]] | None:
         """The awaited instances' rows of one invocation listing with details (None when it failed)."""
         rows: dict[str, dict[str, Any]] = {}
-        try:
-            for page in pages(self.ssm, "list_command_invocations", "ListCommandInvocations", 50, polling_error,
-                              CommandId=sent.command_id, Details=True):
+        each = [{"InstanceId": iid} for iid in sorted(sent.ids)] if len(sent.ids) <= FEW else [{}]
+        try:  # a few stragglers of a big command: one call each, not every page of the command
+            for page in (p for one in each for p in pages(self.ssm, "list_command_invocations",
+                                                          "ListCommandInvocations", 50, polling_error,
+                                                          CommandId=sent.command_id, Details=True, **one)):
                 for row in page.get("CommandInvocations") or []:
                     self.last[row["InstanceId"]] = f"{row.get('Status')}/{row.get('StatusDetails')}"
                     if row["InstanceId"] in sent.ids:
