@@ -6,10 +6,11 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from . import workers
 from .collect.probe import DEFAULT_BINARIES, probe_request, validate_binaries
-from .collect.snapshot import build_snapshot
+from .collect.snapshot import build_snapshot, untrusted
 from .errors import TransportError
 from .models import HostResult, HostSpec
 from .options import DEFAULT_PARALLEL
@@ -39,6 +40,8 @@ def collect_host(
         finally:
             transport.close()
         snapshot = build_snapshot(spec, result, result.nonce or request.nonce)
+        if why := untrusted(snapshot):
+            return HostResult(spec, "error", why, None, time.monotonic() - started)
         return HostResult(spec, "ok", None, snapshot, time.monotonic() - started)
     except TransportError as exc:
         return HostResult(spec, exc.status, str(exc) or type(exc).__name__, None, time.monotonic() - started)
@@ -72,7 +75,9 @@ def collect_ssm(
             yield index, HostResult(spec, "error", "SSM result carries no framing nonce", None,
                                     time.monotonic() - started)
         else:
-            yield index, HostResult(spec, "ok", None, build_snapshot(spec, outcome, outcome.nonce),
+            snapshot = build_snapshot(spec, outcome, outcome.nonce, instance_id=urlsplit(spec.target).netloc)
+            why = untrusted(snapshot)
+            yield index, HostResult(spec, "error" if why else "ok", why, None if why else snapshot,
                                     outcome.duration_s)
     for index, spec in enumerate(specs):
         if not answered[index]:

@@ -10,15 +10,18 @@ and leaves the rest: daemon threads end with the process.
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from concurrent.futures import Executor, Future
+from typing import Any, TypeVar
 
 from . import interrupt
 
 T = TypeVar("T")
+R = TypeVar("R")
 STOP_GRACE_S = 1.0  # of the 2 s a stop may take: tasks that unwind by then finish cleanly
 
 
@@ -106,3 +109,51 @@ def _settle(running: threading.Semaphore, count: int) -> None:
         if not running.acquire(timeout=max(0.0, deadline - time.monotonic())):
             break
     interrupt.run_pending_cleanups()
+
+
+class DaemonExecutor(Executor):
+    """A `concurrent.futures` executor on daemon threads: an S3 read stuck on a server that never answers
+    never holds the process at exit (ThreadPoolExecutor's threads are joined then), so a SIGTERM ends
+    the run within its 2 s. `shutdown` never waits for a running task."""
+
+    def __init__(self, max_workers: int):
+        self.max_workers = max_workers
+        self.todo: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = \
+            queue.SimpleQueue()
+        self.threads = 0
+        self.closed = False
+        self.lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
+        future: Future[R] = Future()
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("cannot submit after shutdown")
+            self.todo.put((future, functools.partial(fn, **kwargs), args))
+            if self.threads < self.max_workers:
+                self.threads += 1
+                threading.Thread(target=self._work, daemon=True, name="ami-auditor-io").start()
+        return future
+
+    def _work(self) -> None:
+        while (job := self.todo.get()) is not None:
+            future, fn, args = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
+                future.set_exception(exc)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self.lock:
+            self.closed = True
+            while cancel_futures:  # jobs not started are never run
+                try:
+                    job = self.todo.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    job[0].cancel()
+            for _ in range(self.threads):
+                self.todo.put(None)

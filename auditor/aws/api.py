@@ -16,6 +16,9 @@ from typing import Any
 from ..errors import AuditorError, AuthFailed, InputError, TransportError, Unreachable
 
 RETRIES = {"mode": "standard", "max_attempts": 3}
+# S3 output reads sit inside a scan's deadline: an object that does not answer costs ≤ 2 × 10 s, not 4 × 30 s
+S3_RETRIES = {"mode": "standard", "max_attempts": 2}
+S3_READ_TIMEOUT_S = 10
 THROTTLING = ("ThrottlingException", "Throttling", "RequestLimitExceeded", "TooManyRequestsException",
               "SlowDown")
 AUTH_CODES = ("AccessDeniedException", "AccessDenied", "UnrecognizedClientException", "InvalidClientTokenId",
@@ -32,9 +35,12 @@ def clients(region: str | None, profile: str | None, *names: str) -> list[Any]:
     from botocore.exceptions import BotoCoreError, NoRegionError, ProfileNotFound
 
     config = Config(retries=RETRIES, connect_timeout=10, read_timeout=30, max_pool_connections=32)  # type: ignore[arg-type]
+    s3 = Config(retries=S3_RETRIES, connect_timeout=5, read_timeout=S3_READ_TIMEOUT_S,  # type: ignore[arg-type]
+                max_pool_connections=32)
     try:
         session = boto3.Session(profile_name=profile, region_name=region)
-        return [session.client(name, config=config) for name in names]  # type: ignore[call-overload]
+        return [session.client(name, config=s3 if name == "s3" else config)  # type: ignore[call-overload]
+                for name in names]
     except ProfileNotFound as exc:
         raise AuthFailed(f"AWS profile not found: {exc}") from None
     except NoRegionError:

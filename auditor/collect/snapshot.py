@@ -11,11 +11,12 @@ from ..models import CommandResult, HostSpec
 from ..snapshotdoc import Facts, HostInfo, Snapshot
 from .collectors import COLLECTORS, run_collector
 from .parsers.confinement import confinement_error
-from .parsers.identity import parse_host
-from .sections import Section, split_sections
+from .parsers.identity import imds_instance_id, parse_host
+from .sections import MARKER_PREFIX, Section, split_sections
 
 _NONE = Section("", "", None)
 HOST_LABEL_FACTS = ("az", "az_id", "ami_id", "instance_type", "region")
+NO_NONCE = "no section carried this run's nonce"
 _TIMES = re.compile(r"(?<![\d.])(\d{1,9})m(\d{1,9}(?:\.\d{1,9})?)s")  # bounded: `0m..s` or 5,000 digits are no time
 
 
@@ -29,21 +30,45 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
-                   collected_at: str | None = None) -> Snapshot:
-    """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None` (the other rows' facts
-    when only some rows failed, such as one binary left unhashed); an area that does
-    not apply to the target (runtime facts of an image) is `not_applicable[area]` (why) and `facts[area] = None`.
+def untrusted(snapshot: Snapshot) -> str | None:
+    """Why no fact of this snapshot can be believed (its sections all carried another run's nonce, or it
+    is another instance's output), else None: the caller makes that the host's error, never a host whose
+    every area is just missing or a sibling's facts under this host's name."""
+    why = snapshot["errors"].get("probe", "")
+    return why if why.startswith(NO_NONCE) else snapshot["errors"].get("identity")
 
-    `nonce` is the one this run handed the probe (collect/framing.py): only its markers count."""
-    sections, done = split_sections(result.stdout, nonce)
+
+def _trust_errors(result: CommandResult, sections: dict[str, Section], done: bool,
+                  instance_id: str | None) -> dict[str, str]:
+    """Errors about the output as a whole: unfinished, forged or replayed framing, another instance's."""
     errors: dict[str, str] = {}
-    if not done:
+    if not sections and not done and MARKER_PREFIX + "SECTION " in result.stdout:  # framed, by another nonce
+        errors["probe"] = (f"{NO_NONCE}: output replayed or forged (not trusted); probe exited with status "
+                           f"{result.exit_status}")
+    elif not done:
         why = "output truncated" if result.truncated else f"probe exited with status {result.exit_status}"
         errors["probe"] = f"probe did not finish ({why}); stderr: {result.stderr.strip()[-300:]}"
     tampered = sorted(name for name, section in sections.items() if section.problem)
     if tampered:
         errors["framing"] = "sections repeated (output tampered with, not trusted): " + ", ".join(tampered)
+    reported = imds_instance_id(sections) if instance_id else None
+    if reported and reported != instance_id:
+        errors["identity"] = (f"output is not this instance's: the probe reports instance id {reported[:40]!r} "
+                              f"(IMDS) but was read for {instance_id}; not trusted")
+    return errors
+
+
+def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
+                   collected_at: str | None = None, instance_id: str | None = None) -> Snapshot:
+    """Parse every area; a failed area becomes `errors[area]` and `facts[area] = None` (the other rows' facts
+    when only some rows failed, such as one binary left unhashed); an area that does
+    not apply to the target (runtime facts of an image) is `not_applicable[area]` (why) and `facts[area] = None`.
+
+    `nonce` is the one this run handed the probe (collect/framing.py): only its markers count.
+    `instance_id`: the instance the output was read for (ssm://); an IMDS answer naming another is
+    `errors.identity` (see `untrusted`)."""
+    sections, done = split_sections(result.stdout, nonce)
+    errors = _trust_errors(result, sections, done, instance_id)
     if confined := confinement_error(sections):  # image:// only: links out of the root, refused reads
         errors["image"] = confined
     facts: dict[str, Any] = {}

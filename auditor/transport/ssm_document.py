@@ -23,7 +23,6 @@ still yields, marked truncated.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import json
 import re
@@ -40,7 +39,9 @@ from .base import DEFAULT_MAX_OUTPUT
 STEP_NAME = "probe"
 HEADER = "AMI-AUDITOR-SSM/1"
 FOOTER = "AMI-AUDITOR-SSM/1 end"
-EXIT_MARK = re.compile(r"\n?@@AMI-AUDITOR-EXIT (\d+)@@\n?$")
+# the wrapper's `$?`: anything between the mark's words is read, then checked (a host prints what it likes)
+EXIT_MARK = re.compile(r"\n?@@AMI-AUDITOR-EXIT ([^@\n]*)@@\n?$")
+_STATUS = re.compile(r"^[0-9]{1,3}$")
 _ITEM = rf"({NAME}|{CLEAN_PATH})"
 # bare names or clean absolute paths only; plain groups (portable to the service's regex engine), and no
 # nested ambiguity: segments start with distinct characters and stop at `/` or ` ` (linear matching)
@@ -48,6 +49,7 @@ BINARIES_PATTERN = rf"^ *({_ITEM}( +{_ITEM})*)? *$".replace("(?:", "(")
 _NONCE_RE = re.compile(NONCE_PATTERN)
 EXEC_VERSIONS_PATTERN = r"^(yes|no)$"
 TIMEOUT_PATTERN = r"^([1-9][0-9]{0,4}|1[0-6][0-9]{4}|17[0-1][0-9]{3}|172[0-7][0-9]{2}|172800)$"
+_B64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 STDOUT_CAP = 24_000  # GetCommandInvocation.StandardOutputContent keeps this many characters
 STDERR_CAP = 8_000
 
@@ -173,6 +175,11 @@ def document_probe_sha256(content: str) -> str | None:
     return m.group(1) if m else None
 
 
+class MalformedOutput(ValueError):
+    """Framed output no wrapper of ours prints (a payload that is not base64, an exit mark that is no
+    status): the host's output is rejected by name, never read as a cut stream or a pass."""
+
+
 @dataclass(frozen=True)
 class Decoded:
     """The probe's own stdout and exit status recovered from the SSM output."""
@@ -187,6 +194,7 @@ class Decoded:
 def decode_output(text: str, max_output: int = DEFAULT_MAX_OUTPUT) -> Decoded:
     """Undo the wrapper's framing and compression; a cut stream yields its readable prefix.
 
+    Raises MalformedOutput for framed output no wrapper prints (not base64, an exit mark that is no status).
     Never more than `max_output` bytes are inflated (a gzip bomb yields its first `max_output` bytes,
     marked truncated and capped), streaming, so a small hostile object never becomes a huge allocation.
     """
@@ -201,10 +209,11 @@ def decode_output(text: str, max_output: int = DEFAULT_MAX_OUTPUT) -> Decoded:
     if mode == "gzip-base64":
         payload = "".join(body.split())
         payload = payload[: len(payload) // 4 * 4]
-        try:
+        try:  # a non-ASCII character raises ValueError, other garbage binascii.Error (a subclass)
             raw = base64.b64decode(payload, validate=True)
-        except binascii.Error:
-            return Decoded("", -1, True, True)
+        except ValueError:
+            bad = next((c for c in payload if c not in _B64), "?")
+            raise MalformedOutput(f"payload is not base64 (character {bad!r})") from None
         inflater = zlib.decompressobj(wbits=31)
         try:
             out = inflater.decompress(raw, max_output)  # bounded: at most max_output bytes come out
@@ -218,5 +227,9 @@ def decode_output(text: str, max_output: int = DEFAULT_MAX_OUTPUT) -> Decoded:
         probe_out = body[:max_output]
     m = EXIT_MARK.search(probe_out)
     if m and not capped:
-        return Decoded(probe_out[: m.start()] + "\n", int(m.group(1)), not complete, True)
+        status = m.group(1)
+        if not _STATUS.match(status) or int(status) > 255:
+            raise MalformedOutput(f"exit mark is not a shell status (0-255): {status[:20]!r}"
+                                  + (f" ({len(status)} characters)" if len(status) > 20 else ""))
+        return Decoded(probe_out[: m.start()] + "\n", int(status), not complete, True)
     return Decoded(probe_out, -1, True, True, capped)

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import AuthFailed, ProbeTimeout, TransportError, Unreachable
 from ..models import CommandResult
 from .base import DEFAULT_MAX_OUTPUT
-from .ssm_document import Decoded, decode_output
+from .ssm_document import Decoded, MalformedOutput, decode_output
 
 Outcome = CommandResult | TransportError
 TERMINAL = {"success", "cancelled", "timedout", "failed"}
@@ -84,10 +84,22 @@ def status_error(inv: dict[str, Any]) -> TransportError | None:
     return TransportError(text)
 
 
-def complete(text: str, reading: Reading) -> Decoded | None:
-    """The decoded output when it is whole (framed, footer and gzip end seen, not capped), else None:
-    a whole output needs no invocation status to become a result."""
-    decoded = decode_output(text, reading.max_output)
+def decode(text: str, reading: Reading) -> Decoded | TransportError:
+    """`decode_output`, where any failure is this host's named error: one host's hostile output must
+    never stop the rest of the fleet's scan."""
+    try:
+        return decode_output(text, reading.max_output)
+    except Exception as exc:  # noqa: BLE001 - host-controlled bytes: whatever breaks is that host's failure
+        return TransportError(f"SSM output rejected: {exc}" if isinstance(exc, MalformedOutput)
+                              else f"SSM output could not be decoded: {type(exc).__name__}: {str(exc)[:200]}")
+
+
+def complete(text: str, reading: Reading) -> Decoded | TransportError | None:
+    """The decoded output when it is whole (framed, footer and gzip end seen, not capped), its error when
+    it cannot be decoded, else None: a whole (or broken) output needs no invocation status to be final."""
+    decoded = decode(text, reading)
+    if isinstance(decoded, TransportError):
+        return decoded
     return decoded if decoded.framed and not decoded.truncated and not decoded.capped else None
 
 
@@ -102,14 +114,16 @@ def outcome(inv: dict[str, Any], reading: Reading, s3_text: str | None = None, s
     invocation's own, cut at 24,000 characters); `note`: a remark for stderr (e.g. why S3 was not read)."""
     stdout = inv.get("StandardOutputContent") or ""
     stderr = (inv.get("StandardErrorContent") or "") + note
-    decoded = decode_output(stdout if s3_text is None else s3_text, reading.max_output)
+    decoded = decode(stdout if s3_text is None else s3_text, reading)
+    status = norm(inv.get("Status"))
+    if isinstance(decoded, TransportError):
+        return decoded if status in ("success", "failed") else status_error(inv) or decoded
     if s3_capped:
         stderr += (f"\n[ami-auditor] S3 output object is over the {reading.s3_limit} byte limit; read only its "
                    "first part (output truncated)")
     if decoded.capped:
         stderr += (f"\n[ami-auditor] probe output is over the {reading.max_output} byte limit once decompressed; "
                    "kept only its first part (output truncated)")
-    status = norm(inv.get("Status"))
     usable = decoded.framed and bool(decoded.stdout.strip())
     if status != "success" and (status != "failed" or not usable):
         err = status_error(inv) or TransportError(f"SSM status {inv.get('Status')}")

@@ -54,6 +54,12 @@ def _imds(text: str) -> dict[str, Any]:
     }
 
 
+def imds_instance_id(sections: dict[str, Section]) -> str | None:
+    """The instance id IMDS answered on the host (live, unlike cloud-init's cache), when it answered."""
+    imds = sections.get("imds")
+    return _imds(imds.body)["instance_id"] or None if imds is not None and not imds.problem else None
+
+
 def parse_host(sections: dict[str, Section]) -> dict[str, Any]:
     """Merge identity sources; IMDS (live) wins over cloud-init's cached instance data.
 
