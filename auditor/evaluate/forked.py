@@ -4,7 +4,7 @@ killer's SIGKILL) makes the task it held a `Lost` result naming how it died, nev
 multiprocessing.Pool replaces a dead worker but drops the task it held, so `imap` waited for it forever.
 Here each worker holds one task at a time on its own pipe, and the parent waits on the pipes and on the
 processes' exit together. A stop (SIGTERM/SIGINT raised in the parent) leaves the `with` block, which
-ends every worker with SIGTERM (their default action: they die at once, whatever they hold).
+ends every worker with SIGKILL (they die at once, whatever they hold or whatever handler they inherited).
 """
 
 from __future__ import annotations
@@ -119,10 +119,10 @@ class Forked(Generic[T]):
         self._workers.remove(w)
 
     def close(self, kill: bool) -> None:
-        """Tell each worker to quit (kill: SIGTERM each at once), and reap them all."""
+        """Tell each worker to quit (kill: SIGKILL each at once), and reap them all."""
         for w in self._workers:
-            if kill:
-                w.proc.terminate()
+            if kill:  # SIGKILL: a handler the worker inherited (SIGTERM turned into an exception) cannot delay it
+                w.proc.kill()
             else:
                 with contextlib.suppress(OSError):
                     w.conn.send(None)
