@@ -40,11 +40,19 @@ def test_a_worker_killed_holding_a_task_makes_it_lost_and_the_rest_still_run() -
 
 def test_a_tasks_exception_is_raised_in_the_parent_and_no_worker_is_left() -> None:
     pool = Forked(_square, 2, _nothing)
+    started: list[int] = []
+    start = pool._start
+
+    def start_and_note() -> None:  # only this pool's workers: other tests' children share this process
+        start()
+        started.append(pool._workers[-1].proc.pid)
+
+    pool._start = start_and_note  # type: ignore[method-assign]
     with pytest.raises(ValueError, match="a bug in a task"), pool:
         list(pool.ordered([1, -2, 3, 4]))
     assert pool._workers == []
-    assert not [c for c in os.listdir("/proc") if c.isdigit() and _parent_of(int(c)) == os.getpid()
-                and _state(int(c)) != "Z"]
+    assert len(started) == 2
+    assert not [pid for pid in started if _parent_of(pid) == os.getpid()]  # gone and reaped
 
 
 def _parent_of(pid: int) -> int:
@@ -52,10 +60,3 @@ def _parent_of(pid: int) -> int:
         return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return -1
-
-
-def _state(pid: int) -> str:
-    try:
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return "Z"
