@@ -21,9 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditor.app import collect_hosts  # noqa: E402
 from auditor.aws.ssm import SSMSettings, rate_count  # noqa: E402
-from auditor.collect.probe import DEFAULT_BINARIES, probe_script  # noqa: E402
 from auditor.models import HostSpec  # noqa: E402
-from auditor.transport.ssm_document import DOCUMENT_NAME, document_json  # noqa: E402
 from tests.ssm_endpoint import AwsStandIns, canned_runner  # noqa: E402
 from tests.ssm_endpoint.recorded import recorded_document_output  # noqa: E402
 
@@ -52,8 +50,7 @@ def measure(args: argparse.Namespace, mode: str) -> tuple[str, dict]:
     recorded = recorded_document_output()
     n = args.instances
     with AwsStandIns(visibility_lag_s=args.lag, workers=256) as aws:
-        aws.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                                DocumentType="Command", DocumentFormat="JSON")
+        aws.install_probe_document()
         ids = [f"i-{i:017x}" for i in range(n)]
         for iid in ids:  # the tag lives in the endpoint's registry: SSM resolves Targets against it
             aws.endpoint.add_instance(iid, canned_runner(recorded), delay_s=args.run_s, tags={"cluster": "bench"})

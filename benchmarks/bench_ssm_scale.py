@@ -123,14 +123,11 @@ def vm_hwm() -> int:
 def setup(aws: object, n: int, ec2_too: bool = True) -> list[str]:
     """n instances in moto's EC2 (tagged, over three AZs; or not: `ec2_too`) and in the endpoint's registry,
     replaying; their ids."""
-    from auditor.collect.probe import DEFAULT_BINARIES, probe_script
-    from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
     from tests.ssm_endpoint.recorded import recorded_document_output
     from tests.ssm_endpoint.replay import Identity, Replay
 
     replay = Replay(recorded_document_output())
-    aws.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),  # type: ignore[attr-defined]
-                            DocumentType="Command", DocumentFormat="JSON")
+    aws.install_probe_document()  # type: ignore[attr-defined]
     aws.s3.create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
     image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]  # type: ignore[attr-defined]
     if not ec2_too:

@@ -18,9 +18,7 @@ from typing import Any
 import pytest
 
 from auditor.cli import main
-from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.context import Env
-from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
 from tests.fleet import Fleet
 from tests.securityhub_gate import REGION, all_findings, security_hub
 from tests.ssm_endpoint import AwsStandIns, fleet_runner
@@ -79,8 +77,7 @@ def test_crash_loop_kept_in_step_in_security_hub_and_ssm_compliance(fleet_ready_
     # AwsStandIns first: security_hub() resets moto's (process-wide) backends and enables Security Hub
     # after; the instances are launched once both are up
     with AwsStandIns(visibility_lag_s=0.0) as aws, security_hub() as (gate, hub):
-        aws.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                                DocumentType="Command", DocumentFormat="JSON")
+        aws.install_probe_document()
         image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
         instances: dict[str, str] = {}
         for h in fleet.hosts:

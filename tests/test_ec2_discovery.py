@@ -15,19 +15,16 @@ import pytest
 from auditor.aws.api import clients as aws_clients
 from auditor.aws.ssm import SSMSettings
 from auditor.cli import main
-from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.context import Env
 from auditor.errors import InputError
 from auditor.targets.ec2 import Discovery, discover, parse_filter
-from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
 from tests.ssm_endpoint import AwsStandIns, local_runner
 
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[AwsStandIns]:
     with AwsStandIns(visibility_lag_s=0.2) as a:
-        a.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                              DocumentType="Command", DocumentFormat="JSON")
+        a.install_probe_document()
         images = a.ec2.describe_images(Owners=["amazon"])["Images"]
         image, other = images[0]["ImageId"], images[1]["ImageId"]
 

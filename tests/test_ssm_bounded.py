@@ -14,10 +14,9 @@ import pytest
 
 from auditor.app import collect_hosts
 from auditor.aws.ssm import SSMSettings
-from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.models import HostSpec
 from auditor.transport.base import DEFAULT_MAX_OUTPUT
-from auditor.transport.ssm_document import DOCUMENT_NAME, FOOTER, HEADER, decode_output, document_json
+from auditor.transport.ssm_document import FOOTER, HEADER, decode_output
 from auditor.transport.ssm_s3 import read_object
 from tests.ssm_endpoint import AwsStandIns, canned_runner
 from tests.ssm_endpoint.recorded import recorded_document_output
@@ -76,9 +75,7 @@ def bomb_runner(recorded: str) -> Runner:
 @pytest.fixture(scope="module")
 def aws() -> Iterator[AwsStandIns]:
     with AwsStandIns(visibility_lag_s=0.1) as a:
-        a.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                              DocumentType="Command", DocumentFormat="JSON")
-        a.s3.create_bucket(Bucket="audit-out")
+        a.install_probe_document("audit-out")
         yield a
 
 

@@ -18,10 +18,8 @@ from typing import Any
 import pytest
 
 from auditor.cli import main
-from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.compare.normalize import normalize
 from auditor.context import Env
-from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
 from tests.fleet import Fleet
 from tests.ssm_endpoint import AwsStandIns, fleet_runner
 
@@ -107,8 +105,7 @@ def test_fleet_via_ec2_and_ssm_gives_the_same_findings_as_ssh(fleet_ready_crashl
     fleet = fleet_ready_crashloop
     names = sorted(h.name for h in fleet.hosts)
     with AwsStandIns(visibility_lag_s=0.5) as aws:
-        aws.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                                DocumentType="Command", DocumentFormat="JSON")
+        aws.install_probe_document()
         image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
         for h in fleet.hosts:
             tags = [{"Key": "Name", "Value": h.name}, {"Key": "cluster", "Value": "fleet"}]

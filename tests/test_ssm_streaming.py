@@ -17,12 +17,12 @@ import pytest
 from auditor.app import collect_hosts, iter_hosts
 from auditor.aws.ssm import SSMSettings
 from auditor.collect import framing
-from auditor.collect.probe import DEFAULT_BINARIES, probe_request, probe_script
+from auditor.collect.probe import DEFAULT_BINARIES, probe_request
 from auditor.collect.snapshot import build_snapshot
 from auditor.errors import ProbeTimeout, TransportError, Unreachable
 from auditor.models import CommandResult, HostSpec
 from auditor.transport.ssm import run_ssm_batch
-from auditor.transport.ssm_document import DOCUMENT_NAME, FOOTER, HEADER, decode_output, document_json
+from auditor.transport.ssm_document import FOOTER, HEADER, decode_output
 from tests.framing_fixtures import FIXTURE_NONCE
 from tests.ssm_endpoint import AwsStandIns, canned_runner
 from tests.ssm_endpoint.recorded import recorded_document_output
@@ -44,9 +44,7 @@ def replay() -> Replay:
 @pytest.fixture(scope="module")
 def aws() -> Iterator[AwsStandIns]:
     with AwsStandIns(visibility_lag_s=0.2, workers=64) as a:
-        a.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                              DocumentType="Command", DocumentFormat="JSON")
-        a.s3.create_bucket(Bucket=BUCKET)
+        a.install_probe_document(BUCKET)
         yield a
 
 

@@ -18,12 +18,11 @@ from botocore.exceptions import ClientError
 
 from auditor.app import collect_hosts
 from auditor.cli import build_parser, main
-from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.commands.aws_options import aws_from_args
 from auditor.compare.normalize import normalize
 from auditor.context import Env
 from auditor.targets.resolve import discovered_hosts
-from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
+from auditor.transport.ssm_document import DOCUMENT_NAME
 from tests.ssm_endpoint import AwsStandIns, canned_runner, local_runner
 from tests.ssm_endpoint.recorded import recorded_document_output
 
@@ -38,8 +37,7 @@ def recorded() -> str:
 @pytest.fixture(scope="module")
 def aws(recorded: str) -> Iterator[AwsStandIns]:
     with AwsStandIns(visibility_lag_s=0.3) as a:
-        a.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                              DocumentType="Command", DocumentFormat="JSON")
+        a.install_probe_document()
         image = a.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
 
         def launch(name: str, **tags: str) -> str:

@@ -23,9 +23,8 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main
-from auditor.collect.probe import DEFAULT_BINARIES, probe_script
 from auditor.context import Env
-from auditor.transport.ssm_document import DOCUMENT_NAME, FOOTER, HEADER, decode_output, document_json
+from auditor.transport.ssm_document import FOOTER, HEADER, decode_output
 from tests.s3_fault_proxy import S3FaultProxy
 from tests.ssm_endpoint import AwsStandIns
 from tests.ssm_endpoint.recorded import recorded_document_output
@@ -79,9 +78,7 @@ class Fleet:
 @pytest.fixture(scope="module")
 def fleet() -> Iterator[Fleet]:
     with AwsStandIns(visibility_lag_s=0.2) as aws:
-        aws.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                                DocumentType="Command", DocumentFormat="JSON")
-        aws.s3.create_bucket(Bucket=BUCKET)
+        aws.install_probe_document(BUCKET)
         yield Fleet(aws, Replay(recorded_document_output()))
 
 

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from auditor.app import collect_hosts
 from auditor.aws.ssm import SSMSettings
 from auditor.collect import framing
-from auditor.collect.probe import DEFAULT_BINARIES, probe_script
+from auditor.collect.probe import DEFAULT_BINARIES
 from auditor.models import HostSpec
 from auditor.transport.ssm_document import DOCUMENT_NAME, decode_output, document_json, wrapper_script
 from tests.framing_fixtures import FIXTURE_NONCE
@@ -38,8 +38,7 @@ def spec(n: int, settings: SSMSettings = FAST, name: str | None = None) -> HostS
 @pytest.fixture(scope="module")
 def aws() -> Iterator[AwsStandIns]:
     with AwsStandIns(visibility_lag_s=0.3) as a:
-        a.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                              DocumentType="Command", DocumentFormat="JSON")
+        a.install_probe_document()
         yield a
 
 

@@ -328,13 +328,10 @@ def test_labels_an_inventory_defines_are_accepted(tmp_path: Path) -> None:
 def test_ec2_tag_labels_are_checked_after_discovery_and_before_any_command(tmp_path: Path) -> None:
     """With --ec2, tags become labels only at discovery (an EC2 API call, no host contacted): an unknown
     --group-by label exits 2 right after it, before any SSM command; a tag's name is accepted."""
-    from auditor.collect.probe import DEFAULT_BINARIES, probe_script
-    from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
     from tests.ssm_endpoint import AwsStandIns, local_runner
 
     with AwsStandIns(visibility_lag_s=0.0) as aws:
-        aws.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                                DocumentType="Command", DocumentFormat="JSON")
+        aws.install_probe_document()
         image = aws.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
         tags = [{"Key": "cluster", "Value": "ml"}, {"Key": "team", "Value": "gpu"}, {"Key": "Name", "Value": "g1"}]
         instance = aws.ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, InstanceType="p4d.24xlarge",

@@ -19,8 +19,6 @@ from typing import Any
 import pytest
 import yaml
 
-from auditor.collect.probe import DEFAULT_BINARIES, probe_script
-from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
 from tests.fleet import Fleet
 from tests.ssm_endpoint import AwsStandIns, fleet_runner
 
@@ -36,9 +34,7 @@ _ids = itertools.count(0x100)
 @pytest.fixture(scope="module")
 def aws() -> Iterator[AwsStandIns]:
     with AwsStandIns(visibility_lag_s=0.3) as a:
-        a.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
-                              DocumentType="Command", DocumentFormat="JSON")
-        a.s3.create_bucket(Bucket=BUCKET)
+        a.install_probe_document(BUCKET)
         yield a
 
 

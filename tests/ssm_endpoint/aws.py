@@ -51,6 +51,16 @@ class AwsStandIns:
         self.ssm = boto3.client("ssm", region_name=REGION)
         return self
 
+    def install_probe_document(self, bucket: str | None = None) -> None:
+        """Create the purpose-built SSM document our scans send (and `bucket`, for its S3 outputs)."""
+        from auditor.collect.probe import DEFAULT_BINARIES, probe_script
+        from auditor.transport.ssm_document import DOCUMENT_NAME, document_json
+
+        self.ssm.create_document(Name=DOCUMENT_NAME, Content=document_json(probe_script(), list(DEFAULT_BINARIES)),
+                                 DocumentType="Command", DocumentFormat="JSON")
+        if bucket is not None:
+            self.s3.create_bucket(Bucket=bucket)
+
     def reset_moto(self) -> None:
         """Empty every moto backend (its documented reset endpoint)."""
         with urllib.request.urlopen(urllib.request.Request(f"{self.moto_url}/moto-api/reset", method="POST"),
