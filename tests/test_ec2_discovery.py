@@ -139,6 +139,21 @@ def test_cli_no_match_exits_2(aws: AwsStandIns, tmp_path: Path) -> None:
     assert code == 2 and "no EC2 instances match --ec2 tag:cluster=nope" in err.getvalue()
 
 
+def test_cli_a_discovered_name_an_inventory_also_gives_names_both_and_sends_nothing(
+        aws: AwsStandIns, tmp_path: Path) -> None:
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("hosts:\n  - name: a1\n    target: ssh://root@127.0.0.1:1\n")
+    sent = len(aws.endpoint.sent_commands)
+    err = io.StringIO()
+    code = main(["collect", "--ec2", "tag:cluster=ml", "-i", str(inventory), "--region", "us-east-1",
+                 "-o", str(tmp_path / "out")], Env(io.StringIO(), err))
+    assert code == 2, err.getvalue()
+    assert f"host name 'a1' given twice by EC2 instance {aws.ids['a1']} (--ec2) (first: {inventory}:2)" \
+        in err.getvalue()
+    assert not (tmp_path / "out").exists()
+    assert len(aws.endpoint.sent_commands) == sent  # no instance was sent the probe
+
+
 def test_cli_collect_discovered_hosts_via_ssm(aws: AwsStandIns, tmp_path: Path) -> None:
     out = io.StringIO()
     code = main(["collect", "--ec2", "tag:cluster=ml", "--ec2", "availability-zone=us-east-1a,us-east-1b",

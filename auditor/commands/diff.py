@@ -97,10 +97,9 @@ def _show(value: Any) -> str:
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
-    from ..targets.inventory import load_inventory
-    from ..targets.resolve import with_ami_settings
+    from ..targets.resolve import inventory_specs, with_ami_settings
 
-    inventory = {s.name: s for path in args.inventory for s in load_inventory(path, check_paths=True)}
+    inventory = {s.name: s for s in inventory_specs(args.inventory)}
     sides = [_side(args.a, inventory), _side(args.b, inventory)]
     loaded: list[Baseline | Snapshot] = []
     for side in sides:

@@ -198,6 +198,11 @@ def load_inventory(path: str | Path, check_paths: bool = False) -> list[HostSpec
 
     With check_paths, image roots must exist and hold etc/ (errors name the file and line).
     """
+    return [spec for spec, _ in inventory_hosts(path, check_paths)]
+
+
+def inventory_hosts(path: str | Path, check_paths: bool = False) -> list[tuple[HostSpec, int | None]]:
+    """load_inventory's HostSpecs, each with the line of its entry (for errors that span files)."""
     return _Inventory(Path(path), check_paths).specs()
 
 
@@ -212,7 +217,7 @@ class _Inventory:
     def fail(self, message: str, node: Any = None, key: Any = None) -> InputError:
         return InputError(message, self.file, line_of(node, key) if node is not None else None)
 
-    def specs(self) -> list[HostSpec]:
+    def specs(self) -> list[tuple[HostSpec, int | None]]:
         doc = self.doc
         if doc is None:
             raise self.fail("empty inventory: expected a mapping with `hosts:`")
@@ -220,7 +225,7 @@ class _Inventory:
         defaults = doc.get("defaults") or {}
         base_ssh = self.ssh_fields(defaults.get("ssh"), "defaults.ssh")
         base_labels = self.labels(defaults.get("labels"))
-        out: list[HostSpec] = []
+        out: list[tuple[HostSpec, int | None]] = []
         names: dict[str, int | None] = {}
         for index, host in enumerate(doc["hosts"]):
             spec = self.host(host, index, base_ssh, base_labels)
@@ -229,7 +234,7 @@ class _Inventory:
                     f"duplicate host name {spec.name!r} (first at line {names[spec.name]})", host, "name"
                 )
             names[spec.name] = line_of(host, "name")
-            out.append(spec)
+            out.append((spec, line_of(host, "name" if "name" in host else "target")))
         return out
 
     def host(self, host: dict, index: int, base_ssh: dict[str, Any], base_labels: dict[str, str]) -> HostSpec:

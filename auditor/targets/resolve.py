@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..models import AmiSettings, HostSpec, SSHOptions
 from ..options import AwsOptions, TargetOptions
 from .ec2 import BUILTIN_LABELS, Discovery, discover, tag_targets
-from .inventory import load_inventory, safe_target, targets_from_args
+from .inventory import inventory_hosts, safe_target, targets_from_args
 
 # --ssh-* option → SSHOptions field: given on the command line, they fill what an ssh:// host leaves unset
 SSH_FLAGS = {"ssh_user": "user", "ssh_identity": "identity_file", "ssh_known_hosts": "known_hosts",
@@ -112,22 +112,47 @@ def resolve_specs(opts: TargetOptions, notes: list[str] | None = None) -> list[H
     check_aws_options(opts.aws)
     direct = targets_from_args(list(opts.targets), check_paths=True)
     specs: list[HostSpec] = list(direct)
-    for path in opts.inventories:
-        specs.extend(load_inventory(path, check_paths=True))
+    names = _Names()
+    for spec in direct:
+        names.claim(spec.name, "a command-line target")
+    specs.extend(inventory_specs(opts.inventories, names))
     specs = with_ssh_options(specs, opts.aws, direct)  # before discovery: a bad combination calls no API
     if opts.aws.ec2:  # after every input file is validated: discovery calls AWS
-        specs.extend(discovered_hosts(opts.aws, notes))
+        for spec in discovered_hosts(opts.aws, notes):
+            names.claim(spec.name, f"EC2 instance {spec.labels.get('instance_id', '?')} (--ec2)")
+            specs.append(spec)
     specs = with_ami_settings(with_ssm_settings(specs, opts.aws), opts.aws)
     if not specs:
         raise InputError("no targets: give TARGET…, -i INVENTORY or --ec2 FILTER (try `local`)")
-    seen: set[str] = set()
-    for spec in specs:
-        if spec.name in seen:
-            raise InputError(f"host name {spec.name!r} given twice")
-        seen.add(spec.name)
     if opts.parallel < 1:
         raise InputError("--parallel must be at least 1")
     return specs
+
+
+def inventory_specs(paths: Iterable[str], names: _Names | None = None) -> list[HostSpec]:
+    """The hosts of every inventory, in order; a name given twice (here or before, in `names`) is an
+    InputError naming both places."""
+    names = names or _Names()
+    specs: list[HostSpec] = []
+    for path in paths:
+        for spec, line in inventory_hosts(path, check_paths=True):
+            names.claim(spec.name, f"{path}:{line}" if line else path, path, line)
+            specs.append(spec)
+    return specs
+
+
+class _Names:
+    """Host names already given, and where: a name given twice is an error naming both places."""
+
+    def __init__(self) -> None:
+        self.where: dict[str, str] = {}
+
+    def claim(self, name: str, where: str, path: str | None = None, line: int | None = None) -> None:
+        if name in self.where:
+            again = "" if path else f" by {where}"
+            raise InputError(f"host name {name!r} given twice{again} (first: {self.where[name]}); a host name "
+                             "must be unique across targets, inventories and --ec2", path, line)
+        self.where[name] = where
 
 
 @cache

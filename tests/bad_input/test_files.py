@@ -365,3 +365,26 @@ def test_a_nul_in_a_file_name_is_bad_input_not_a_crash(command: str, tmp_path: P
     reliability.record("bad input", f"file/nul-in-name-{command}", crashed=code == 4 or "Traceback" in text)
     assert code == 2, text[-2000:]
     assert "NUL" in text and "Traceback" not in text
+
+
+@pytest.mark.parametrize("first_by", ["inventory", "target", "diff"])
+def test_a_host_name_repeated_across_inputs_names_both_places(first_by: str, tmp_path: Path,
+                                                               listener: socket.socket) -> None:
+    target = f"ssh://root@127.0.0.1:{listener.getsockname()[1]}"
+    one, two = tmp_path / "one.yaml", tmp_path / "two.yaml"
+    port = listener.getsockname()[1]
+    name = f"127.0.0.1:{port}" if first_by == "target" else "h1"  # as a command-line target is named
+    one.write_text(f"hosts:\n  - name: a\n    target: {target}\n  - name: h1\n    target: {target}\n")
+    two.write_text(f"defaults:\n  labels: {{az: x}}\nhosts:\n  - target: {target}\n    name: {name}\n")
+    argv = {"inventory": ["scan", "-i", str(one), "-i", str(two), "--out", str(tmp_path / "out")],
+            "target": ["scan", target, "-i", str(two), "--out", str(tmp_path / "out")],
+            "diff": ["diff", "a", "h1", "-i", str(one), "-i", str(two)]}[first_by]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = main(argv, Env(stdout, stderr))
+    text = stdout.getvalue() + stderr.getvalue()
+    assert code == 2, text
+    assert f"{two}:5: host name '{name}' given twice" in text, text
+    assert (f"first: {one}:4" if first_by != "target" else "first: a command-line target") in text, text
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(BlockingIOError):  # no host was contacted
+        listener.accept()
