@@ -212,13 +212,20 @@ def test_an_oversize_name_target_or_label_is_that_files_error_not_copied_into_ev
     long_target["target"] = "ssh://" + "h" * 8200
     long_label["labels"]["note"] = "v" * 4097
     edge = _snap("b1", "E" * 4096)  # as long as an image root's path can be: still a host
+    edge["errors"]["cpu"] = "e" * 4096  # as long as the collector lets a reason be
+    # a reason is copied into each finding a rule could not evaluate; a host string into labels and reports
+    reason, skipped, hostname = _snap("a1", "r"), _snap("a1", "n"), _snap("a1", "h")
+    reason["errors"]["systemd"] = "x" * 2_000_000
+    skipped["not_applicable"] = {"x" * 200: "not here"}
+    hostname["host"]["hostname"] = "h" * 4097
     d = _write(tmp_path / "d", {"long.json": long_name, "t.json": long_target, "l.json": long_label,
-                                "edge.json": edge})
+                                "edge.json": edge, "r.json": reason, "n.json": skipped, "h.json": hostname})
     code, doc, err = _run([d], tmp_path)
     assert code in (1, 3), err
     status = {h["name"]: (h["status"], h.get("error") or "") for h in doc["hosts"]}
     assert status["E" * 4096][0] == "ok"
-    for stem, pointer in (("long", "/name"), ("t", "/target"), ("l", "/labels/note")):
+    for stem, pointer in (("long", "/name"), ("t", "/target"), ("l", "/labels/note"), ("r", "/errors/systemd"),
+                          ("n", "/not_applicable"), ("h", "/host/hostname")):
         assert status[stem][0] == "error" and f"{d}/{stem}.json" in status[stem][1], status[stem]
         assert pointer in status[stem][1] and len(status[stem][1]) < 1000, status[stem][1][:1000]
     assert sum(p.stat().st_size for p in (tmp_path / "out").iterdir()) < 5_000_000

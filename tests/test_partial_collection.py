@@ -72,3 +72,21 @@ def test_scan_exit_code_and_report_say_partial() -> None:
     doc = report_to_dict(report)
     validate_report(doc)
     assert [(h["complete"], h["failed_areas"]) for h in doc["hosts"]] == [(True, []), (False, ["cgroups"])]
+
+
+def test_a_hostile_hosts_long_identity_is_clipped_so_its_snapshot_stays_readable(tmp_path: Path) -> None:
+    """A host's name and AZ become labels and report text: the collector clips them to the snapshot schema's
+    bound, so `collect -o` then `analyze` (which refuses a longer one) reads this host's snapshot."""
+    import json
+
+    from auditor.collect.schema import MAX_HOST_TEXT
+    from auditor.compare.sources import load_snapshot_file
+
+    raw = RAW.replace("hostname=ip-172-31-7-9.us-west-2.compute.internal", "hostname=" + "h" * 100_000)
+    raw = raw.replace("placement/availability-zone=us-west-2a", "placement/availability-zone=" + "z" * 9_000)
+    snap = result_for(raw).snapshot
+    assert len(snap["host"]["hostname"]) == MAX_HOST_TEXT and snap["host"]["hostname"].endswith("…")
+    assert len(snap["labels"]["az"]) == MAX_HOST_TEXT
+    saved = tmp_path / "h.json"
+    saved.write_text(json.dumps(snap))
+    assert load_snapshot_file(saved)["host"]["hostname"] == snap["host"]["hostname"]

@@ -188,6 +188,22 @@ def _json_type(spec: FactSpec) -> dict[str, Any]:
 
 MAX_NAME, MAX_TARGET = 4096, 8192  # characters
 MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE = 1024, 256, 4096
+MAX_HOST_TEXT = MAX_LABEL_VALUE  # a host.* string (hostname, AZ…): some become labels
+MAX_REASONS, MAX_AREA, MAX_REASON = 256, 128, 4096  # errors / not_applicable: entries, key, text
+
+
+def _reasons(description: str) -> dict[str, Any]:
+    return {"type": "object", "maxProperties": MAX_REASONS, "propertyNames": {"maxLength": MAX_AREA},
+            "additionalProperties": {"type": "string", "maxLength": MAX_REASON}, "description": description}
+
+
+def _host_schema(spec: FactSpec) -> dict[str, Any]:
+    """host.*, its strings bounded: copied into labels, findings and every report of the host."""
+    doc = _json_type(spec)
+    for prop in doc["properties"].values():
+        if "string" in prop["type"]:
+            prop["maxLength"] = MAX_HOST_TEXT
+    return doc
 
 
 def snapshot_json_schema() -> dict[str, Any]:
@@ -210,14 +226,12 @@ def snapshot_json_schema() -> dict[str, Any]:
                        "additionalProperties": {"type": "string", "maxLength": MAX_LABEL_VALUE}},
             "collected_at": {"type": "string", "format": "date-time"},
             "probe": {"type": "object"},
-            "host": _json_type(tree.children["host"]),
+            "host": _host_schema(tree.children["host"]),
             "facts": _json_type(tree.children["facts"]),
-            "errors": {"type": "object", "additionalProperties": {"type": "string"}},
-            "not_applicable": {
-                "type": "object", "additionalProperties": {"type": "string"},
-                "description": "Fact areas that do not apply to this target (e.g. runtime facts of an "
-                               "unbooted image), with why: not errors, not differences, not judged",
-            },
+            # bounded as the name is: a reason is copied into each finding a rule could not evaluate
+            "errors": _reasons("Fact areas (or the probe, its framing, its identity) that failed, with why"),
+            "not_applicable": _reasons("Fact areas that do not apply to this target (e.g. runtime facts of an "
+                                       "unbooted image), with why: not errors, not differences, not judged"),
         },
     }
     if tuple(doc["properties"]) != SNAPSHOT_KEYS:  # one list of top-level keys (snapshotdoc.py)

@@ -12,6 +12,7 @@ from ..snapshotdoc import Facts, HostInfo, Snapshot
 from .collectors import COLLECTORS, run_collector
 from .parsers.confinement import confinement_error
 from .parsers.identity import imds_instance_id, parse_host
+from .schema import MAX_HOST_TEXT, MAX_REASON
 from .sections import MARKER_PREFIX, Section, split_sections
 
 _NONE = Section("", "", None)
@@ -83,7 +84,9 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
             errors[area] = got.error
         if got.failed:
             failed.append(area)
-    host = parse_host(sections)
+    host = {k: _clip(v, MAX_HOST_TEXT) if isinstance(v, str) else v for k, v in parse_host(sections).items()}
+    errors = {area: _clip(why, MAX_REASON) for area, why in errors.items()}
+    not_applicable = {area: _clip(why, MAX_REASON) for area, why in not_applicable.items()}
     labels = {k: str(host[k]) for k in HOST_LABEL_FACTS if host.get(k)}
     labels.update(result.labels)  # from the transport (ami://: the image's id, name, creation date)
     labels.update(spec.labels)
@@ -107,3 +110,8 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
         "errors": errors,
         "not_applicable": not_applicable,
     }
+
+
+def _clip(text: str, limit: int) -> str:
+    """At most `limit` characters (the snapshot schema's bound), marked when cut."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
