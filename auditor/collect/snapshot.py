@@ -12,7 +12,7 @@ from ..snapshotdoc import Facts, HostInfo, Snapshot
 from .collectors import COLLECTORS, run_collector
 from .parsers.confinement import confinement_error
 from .parsers.identity import imds_instance_id, parse_host
-from .schema import MAX_HOST_TEXT, MAX_REASON
+from .schema import MAX_HOST_TEXT, MAX_LABEL_VALUE, MAX_REASON
 from .sections import MARKER_PREFIX, Section, split_sections
 
 _NONE = Section("", "", None)
@@ -88,7 +88,8 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
     errors = {area: _clip(why, MAX_REASON) for area, why in errors.items()}
     not_applicable = {area: _clip(why, MAX_REASON) for area, why in not_applicable.items()}
     labels = {k: str(host[k]) for k in HOST_LABEL_FACTS if host.get(k)}
-    labels.update(result.labels)  # from the transport (ami://: the image's id, name, creation date)
+    labels.update({k: _clip(v, MAX_LABEL_VALUE) for k, v in result.labels.items()})  # from the transport
+    # (ami://: the image's id, name, creation date: what the API says, bounded as the schema bounds it)
     labels.update(spec.labels)
     return {
         "schema": SNAPSHOT_SCHEMA,
