@@ -118,3 +118,21 @@ def test_a_schema_error_names_the_column_of_the_key(tmp_path: Path) -> None:
         load_waivers(str(path))
     assert (exc.value.line, exc.value.column) == (6, 5)
     assert str(exc.value).startswith(f"{path}:6:5: unknown key 'until' in waivers[0] (allowed: expires, hosts, ")
+
+
+def test_each_expired_waiver_counts_the_findings_it_would_have_waived(tmp_path: Path) -> None:
+    report = judged(tmp_path, """\
+- rule: systemd.unit-crash-looping
+  hosts: [b1]
+  reason: first
+  expires: 2026-05-31
+- rule: systemd.*
+  hosts: ['*']
+  reason: second
+  expires: 2026-04-30
+""")
+    [f] = crashloop(report)
+    assert not f.waived and "(first;" in (f.waiver or "")
+    systemd_findings = len([x for x in report.findings if x.rule.startswith("systemd.")])
+    assert [n.endswith(f"no longer applied ({count} finding(s) it would have waived)")
+            for n, count in zip(report.notes, (1, systemd_findings))] == [True, True], report.notes

@@ -96,19 +96,22 @@ def apply_waivers(findings: Iterable[Finding], waivers: list[Waiver], labels: di
     expired_hits: dict[Waiver, int] = {}
     for f in findings:
         host_labels = labels.get(f.host, {})
-        live = expired = None
+        live = None
+        expired: list[Waiver] = []
         for w in waivers:
             if w.matches(f, host_labels):
                 if w.expires >= today:
                     live = w
                     break
-                expired = expired or w
+                expired.append(w)
         if live is not None:
             out.append(replace(f, waived=True, waiver=f"{live.reason} (until {live.expires}; {live.where()})"))
-        elif expired is not None:
-            expired_hits[expired] = expired_hits.get(expired, 0) + 1
-            out.append(replace(f, waiver=f"waiver expired on {expired.expires}; no longer applied "
-                                         f"({expired.reason}; {expired.where()})"))
+        elif expired:
+            for w in expired:  # each expired waiver counts what it alone would have waived
+                expired_hits[w] = expired_hits.get(w, 0) + 1
+            expired_first = expired[0]
+            out.append(replace(f, waiver=f"waiver expired on {expired_first.expires}; no longer applied "
+                                         f"({expired_first.reason}; {expired_first.where()})"))
         else:
             out.append(f)
     notes = [f"waiver {w.where()} for {w.rule} expired on {w.expires}; no longer applied"
