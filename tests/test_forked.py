@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 
@@ -16,6 +17,8 @@ def _square(n: int) -> int:
         os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would
     if n == -2:
         raise ValueError("a bug in a task")
+    if n == -3:
+        time.sleep(3600)  # alive, answering nothing: as a worker stuck on a lock copied locked at the fork
     return n * n
 
 
@@ -36,6 +39,14 @@ def test_a_worker_killed_holding_a_task_makes_it_lost_and_the_rest_still_run() -
         got = list(pool.ordered(tasks))
     lost = Lost("killed by SIGKILL, signal 9")
     assert got == [(1, 1), (2, 4), (-1, lost), (3, 9), (4, 16), (-1, lost), (5, 25)]
+
+
+def test_a_worker_that_answers_nothing_is_killed_after_the_stall_bound_and_its_task_is_lost() -> None:
+    tasks = [1, -3, 2, 3, 4]
+    with Forked(_square, 2, _nothing, stall_s=1.0) as pool:
+        got = list(pool.ordered(tasks))
+    assert got == [(1, 1), (-3, Lost("no answer in 1 s: killed")), (2, 4), (3, 9), (4, 16)]
+    assert pool._workers == []
 
 
 def test_a_tasks_exception_is_raised_in_the_parent_and_no_worker_is_left() -> None:

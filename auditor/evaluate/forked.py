@@ -3,7 +3,10 @@ killer's SIGKILL) makes the task it held a `Lost` result naming how it died, nev
 
 multiprocessing.Pool replaces a dead worker but drops the task it held, so `imap` waited for it forever.
 Here each worker holds one task at a time on its own pipe, and the parent waits on the pipes and on the
-processes' exit together. A stop (SIGTERM/SIGINT raised in the parent) leaves the `with` block, which
+processes' exit together. A worker that stays alive but answers nothing for `stall_s` (a lock copied
+locked at the fork, a task that never ends) is killed and its task is `Lost` too: a wait is bounded.
+
+A stop (SIGTERM/SIGINT raised in the parent) leaves the `with` block, which
 ends every worker with SIGKILL (they die at once, whatever they hold or whatever handler they inherited).
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import signal
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +28,7 @@ T = TypeVar("T")
 POLL_S = 0.5  # the parent's wait between checks for a stop seen by another thread
 DEPTH = 2  # tasks sent to a worker ahead of its results (each a few bytes: a pipe never fills)
 QUIT_S = 10.0  # how long a worker told to quit may take before it is killed
+STALL_S = 900.0  # a worker holding a task that answers nothing for this long is killed (a batch takes ~1 s)
 
 
 @dataclass(frozen=True)
@@ -38,13 +43,14 @@ class _Worker:
     proc: Any  # multiprocessing's forked Process
     conn: Connection
     held: deque[int] = field(default_factory=deque)  # the indices of the tasks sent to it, oldest first
+    since: float = 0.0  # monotonic time of its last answer (or of the task that ended its idleness)
 
 
 class Forked(Generic[T]):
     """`jobs` forked processes running `work` (each runs `init` first); use as a context manager."""
 
-    def __init__(self, work: Callable[[T], Any], jobs: int, init: Callable[[], None]):
-        self._work, self._jobs, self._init = work, max(1, jobs), init
+    def __init__(self, work: Callable[[T], Any], jobs: int, init: Callable[[], None], stall_s: float = STALL_S):
+        self._work, self._jobs, self._init, self._stall_s = work, max(1, jobs), init, stall_s
         self._ctx = multiprocessing.get_context("fork")
         self._workers: list[_Worker] = []
 
@@ -79,6 +85,8 @@ class Forked(Generic[T]):
                     todo.appendleft(index)
                     self._lose(w, done, todo)
                     break
+                if not w.held:
+                    w.since = time.monotonic()
                 w.held.append(index)
 
     def _start(self) -> None:
@@ -96,20 +104,24 @@ class Forked(Generic[T]):
         interrupt.check()
         for w in busy:
             if w.conn not in ready and w.proc.sentinel not in ready:
+                if time.monotonic() - w.since > self._stall_s:
+                    w.proc.kill()
+                    self._lose(w, done, todo, f"no answer in {self._stall_s:.0f} s: killed")
                 continue
             while w.held and (reply := _reply(w.conn)) is not None:
                 ok, value = reply
                 if not ok:
                     raise value
                 done[w.held.popleft()] = value
+                w.since = time.monotonic()
             if w.held and not w.proc.is_alive():  # nothing (more) to read, and gone
                 self._lose(w, done, todo)
 
-    def _lose(self, w: _Worker, done: dict[int, Any], todo: deque[int]) -> None:
+    def _lose(self, w: _Worker, done: dict[int, Any], todo: deque[int], how: str | None = None) -> None:
         """A dead worker: the task it was running is Lost, the ones queued behind it go to another."""
         w.proc.join()
         if w.held:
-            done[w.held.popleft()] = Lost(_how(w.proc.exitcode))
+            done[w.held.popleft()] = Lost(how or _how(w.proc.exitcode))
             todo.extendleft(reversed(w.held))
         self._drop(w)
 
