@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .schemacheck import FastCheck
+from .textsafe import clip
 from .yamlload import LineDict, LineList
 
 if TYPE_CHECKING:
@@ -255,7 +256,7 @@ def _item_name(parent: Any, step: Any, how: tuple[str, str | None]) -> str:
 
 
 def _clipped(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)
 
 
 def _describe(error: ValidationError, node: Any, subject: str, form: Form) -> str:

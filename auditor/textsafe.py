@@ -22,6 +22,11 @@ def _visible(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters, ending in "…" when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def escape_controls(text: str, keep: str = "") -> str:
     """`text` with every unsafe character as a visible `\\xNN`/`\\uNNNN` escape, except those in `keep`."""
     if not UNSAFE.search(text):

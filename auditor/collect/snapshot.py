@@ -9,6 +9,7 @@ from typing import Any, cast
 from .. import SNAPSHOT_SCHEMA
 from ..models import CommandResult, HostSpec
 from ..snapshotdoc import Facts, HostInfo, Snapshot
+from ..textsafe import clip
 from .collectors import COLLECTORS, run_collector
 from .parsers.confinement import confinement_error
 from .parsers.identity import imds_instance_id, parse_host
@@ -84,11 +85,11 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
             errors[area] = got.error
         if got.failed:
             failed.append(area)
-    host = {k: _clip(v, MAX_HOST_TEXT) if isinstance(v, str) else v for k, v in parse_host(sections).items()}
-    errors = {area: _clip(why, MAX_REASON) for area, why in errors.items()}
-    not_applicable = {area: _clip(why, MAX_REASON) for area, why in not_applicable.items()}
+    host = {k: clip(v, MAX_HOST_TEXT) if isinstance(v, str) else v for k, v in parse_host(sections).items()}
+    errors = {area: clip(why, MAX_REASON) for area, why in errors.items()}
+    not_applicable = {area: clip(why, MAX_REASON) for area, why in not_applicable.items()}
     labels = {k: str(host[k]) for k in HOST_LABEL_FACTS if host.get(k)}
-    labels.update({k: _clip(v, MAX_LABEL_VALUE) for k, v in result.labels.items()})  # from the transport
+    labels.update({k: clip(v, MAX_LABEL_VALUE) for k, v in result.labels.items()})  # from the transport
     # (ami://: the image's id, name, creation date: what the API says, bounded as the schema bounds it)
     labels.update(spec.labels)
     return {
@@ -111,8 +112,3 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
         "errors": errors,
         "not_applicable": not_applicable,
     }
-
-
-def _clip(text: str, limit: int) -> str:
-    """At most `limit` characters (the snapshot schema's bound), marked when cut."""
-    return text if len(text) <= limit else text[:limit - 1] + "…"

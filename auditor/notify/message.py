@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..models import SEVERITIES
-from ..textsafe import one_line
+from ..textsafe import clip, one_line
 
 MAX_FINDINGS = 100  # listed in one alert; the rest are counted
 MAX_TITLE = 300
@@ -18,10 +18,6 @@ def new_findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(found, key=lambda f: (order.get(f["severity"], 99), f["rule"], f["host"], f.get("item") or ""))
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _slack(text: str) -> str:
     """Slack's three control characters in message text."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -31,7 +27,7 @@ def payload(doc: dict[str, Any], findings: list[dict[str, Any]]) -> dict[str, An
     """JSON body: a Slack-compatible `text` plus the findings as data (host text escaped and cut)."""
     shown = findings[:MAX_FINDINGS]
     rows = [{"host": one_line(f["host"]), "rule": f["rule"], "severity": f["severity"],
-             "item": one_line(f["item"]) if f.get("item") else None, "title": _cut(one_line(f["title"]), MAX_TITLE),
+             "item": one_line(f["item"]) if f.get("item") else None, "title": clip(one_line(f["title"]), MAX_TITLE),
              "first_seen": f.get("first_seen")} for f in shown]
     history = doc.get("history") or {}
     head = (f"ami-auditor: {len(findings)} new finding{'s' if len(findings) != 1 else ''} "
