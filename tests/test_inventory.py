@@ -211,3 +211,40 @@ def test_parse_target_matches_the_transport_registry() -> None:
     for target in ("local", "ssh://h", "ssm://i-01234567", "image:///r"):
         parse_target(target)
         scheme_of(target)
+
+
+def _labelled(defaults: int, own: int) -> str:
+    """An inventory whose host has `own` labels and whose defaults add `defaults` other ones."""
+    default_map = ", ".join(f"d{i}: v" for i in range(defaults))
+    own_map = ", ".join(f"h{i}: v" for i in range(own))
+    return (f"defaults:\n  labels: {{{default_map}}}\n"
+            f"hosts:\n  - name: a\n    target: local\n    labels: {{{own_map}}}\n")
+
+
+def test_labels_merged_with_the_defaults_are_bounded_at_the_hosts_line(tmp_path: Path) -> None:
+    """Each map may hold 1,000 labels, but merged they would outgrow a snapshot's 1,024: `collect -o` would
+    write a snapshot `analyze` refuses. The loader refuses the host before any host is touched."""
+    err = _error(tmp_path, _labelled(600, 401))
+    assert err.line == 6 and "host 'a' has 1,001 labels with the defaults' (at most 1,000)" in err.message
+
+
+def test_a_host_with_the_most_labels_still_makes_a_snapshot_analyze_reads(tmp_path: Path) -> None:
+    """1,000 labels of its own, plus the host facts and an AMI's labels the collector adds: the saved
+    snapshot stays within the snapshot schema."""
+    import json
+
+    from auditor.collect.snapshot import build_snapshot
+    from auditor.compare.sources import load_snapshot_file
+    from auditor.models import CommandResult
+    from auditor.targets.inventory import MAX_HOST_LABELS
+    from tests.framing_fixtures import FIXTURE_NONCE
+
+    (spec,) = load_inventory(_write(tmp_path, _labelled(500, MAX_HOST_LABELS - 500)))
+    raw = (Path(__file__).parent / "data" / "probe" / "al2023" / "raw.txt").read_text(encoding="utf-8")
+    ami = {"ami_id": "ami-0123456789abcdef0", "ami_name": "dlami", "creation_date": "2026-11-30T00:00:00Z"}
+    snap = build_snapshot(spec, CommandResult(raw, "", 0, 1.0, labels=ami), FIXTURE_NONCE)
+    added = {"az", "az_id", "ami_id", "instance_type", "region", "ami_name", "creation_date"}
+    assert set(snap["labels"]) - set(spec.labels) == added and len(snap["labels"]) == MAX_HOST_LABELS + len(added)
+    saved = tmp_path / "a.json"
+    saved.write_text(json.dumps(snap))
+    assert len(load_snapshot_file(saved)["labels"]) == len(snap["labels"])

@@ -36,6 +36,9 @@ _PATH_KEYS = ("identity_file", "known_hosts", "ssh_config")
 _INSTANCE_ID = re.compile(r"^m?i-[0-9a-f]{8}(?:[0-9a-f]{9})?$")
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8}(?:[0-9a-f]{9})?$")
 _REGION = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
+# A snapshot holds at most 1,024 labels (collect/schema.MAX_LABELS); collect adds the host's facts (az, ami_id…)
+# and the transport's (an AMI's id, name, date), so a host's own and default labels, merged, keep room for them.
+MAX_HOST_LABELS = 1000
 
 
 def safe_target(target: str, quote: bool = True) -> str:
@@ -247,6 +250,9 @@ class _Inventory:
             raise self.fail(exc.message, host, "target") from None
         ssh = {**base_ssh, **self.ssh_fields(host.get("ssh"), f"hosts[{index}].ssh")}
         labels = {**base_labels, **self.labels(host.get("labels"))}
+        if len(labels) > MAX_HOST_LABELS:
+            raise self.fail(f"host {host['name']!r} has {len(labels):,} labels with the defaults' (at most "
+                            f"{MAX_HOST_LABELS:,})", host, "labels" if "labels" in host else "name")
         return HostSpec(name=host["name"], target=host["target"], labels=labels, ssh=SSHOptions(**ssh),
                         options=options)
 
