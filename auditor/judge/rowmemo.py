@@ -12,6 +12,8 @@ differently only miss. Functions are pure (judge/functions.py), so a verdict dep
 from __future__ import annotations
 
 import marshal
+from itertools import compress, count, repeat
+from operator import is_not, itemgetter
 from typing import Any
 
 from jmespath.visitor import Options, TreeInterpreter
@@ -48,42 +50,60 @@ class RowMemoInterpreter(TreeInterpreter):
 
     def __init__(self, options: Options | None = None):
         super().__init__(options)
-        self.memo: dict[tuple[int, bytes], bool] = {}
+        self.memo: dict[tuple[int, bytes | None], bool] = {}
         self._fields: dict[int, tuple[str, ...] | None] = {}
 
     def _fields_of(self, cond: dict[str, Any]) -> tuple[str, ...] | None:
+        """The fields the key of a row is made of (one field twice: itemgetter then still gives a tuple)."""
         key = id(cond)
         if key not in self._fields:
             got = row_fields(cond)
-            self._fields[key] = None if got is None else tuple(sorted(got))
+            names = None if got is None else tuple(sorted(got))
+            self._fields[key] = names * 2 if names is not None and len(names) == 1 else names
         return self._fields[key]
 
     def visit_filter_projection(self, node: dict[str, Any], value: Any) -> Any:  # type: ignore[override]
         base = self.visit(node["children"][0], value)
         if not isinstance(base, list):
             return None
-        cond = node["children"][2]
-        fields = self._fields_of(cond)
+        cond, right = node["children"][2], node["children"][1]
         ident = id(cond)
+        keys = _row_keys(base, self._fields_of(cond))
         memo = self.memo
+        verdicts = list(map(memo.get, zip(repeat(ident), keys)))  # most rows are known: looked up in C
         collected = []
-        for element in base:
-            try:
-                if fields is not None and type(element) is dict:
-                    key: bytes | None = marshal.dumps(tuple(map(element.get, fields)), 2)
-                else:
-                    key = marshal.dumps(element, 2)
-            except ValueError:  # nested past marshal's depth: just evaluate
-                key = None
-            verdict = memo.get((ident, key)) if key is not None else None
+        for index in compress(count(), map(is_not, verdicts, repeat(False))):  # rows known false are skipped
+            element, verdict = base[index], verdicts[index]
             if verdict is None:
                 verdict = self._is_true(self.visit(cond, element))  # type: ignore[attr-defined]  # jmespath's
-                if key is not None:
+                if keys[index] is not None:
                     if len(memo) >= MAX_ENTRIES:
                         memo.clear()
-                    memo[(ident, key)] = verdict
+                    memo[(ident, keys[index])] = verdict
             if verdict:
-                current = self.visit(node["children"][1], element)
+                current = self.visit(right, element)
                 if current is not None:
                     collected.append(current)
         return collected
+
+
+def _row_keys(rows: list[Any], fields: tuple[str, ...] | None) -> list[bytes | None]:
+    """Each row's memo key: marshal bytes of its values in `fields` (of the whole row when None), made in C
+    when every row is an object holding them all; else row by row (None: a row nested past marshal's depth,
+    evaluated without the memo)."""
+    try:
+        if fields is None:
+            return list(map(marshal.dumps, rows, repeat(2)))
+        return list(map(marshal.dumps, map(itemgetter(*fields), rows), repeat(2)))
+    except (KeyError, TypeError, ValueError):  # a row lacking a field, no object, or too deep: row by row
+        pass
+    return [_row_key(row, fields) for row in rows]
+
+
+def _row_key(row: Any, fields: tuple[str, ...] | None) -> bytes | None:
+    try:
+        if fields is not None and type(row) is dict:
+            return marshal.dumps(tuple(map(row.get, fields)), 2)
+        return marshal.dumps(row, 2)
+    except ValueError:
+        return None
