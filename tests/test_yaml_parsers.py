@@ -138,3 +138,31 @@ def test_a_document_of_more_values_than_the_bound_is_refused_at_the_line_it_pass
     assert f"more than {MAX_NODES:,} values" in info.value.message
     assert info.value.line == 1 + MAX_NODES // per_line  # `a:` is line 1; with the root, a and its list it is
     # 3 + 1,000 values per line, so the 1,000th list (line 1,001) passes the bound
+
+
+def test_garbage_collection_is_paused_only_while_a_document_is_built() -> None:
+    """Paused for the load (each full collection would walk every node built so far), on again after a
+    document and after a refusal; left off when the caller had it off."""
+    import gc
+
+    seen: list[bool] = []
+    original = _LineLoading.construct_yaml_str
+
+    def spy(loader: Any, node: Any) -> Any:
+        seen.append(gc.isenabled())
+        return original(loader, node)
+
+    _LineLoading.yaml_constructors["tag:yaml.org,2002:str"] = spy
+    try:
+        assert load_yaml_text("a: b\n") == {"a": "b"} and seen == [False, False] and gc.isenabled()
+        with pytest.raises(InputError):
+            load_yaml_text("a: b\na: c\n")
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            load_yaml_text("a: b\n")
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        _LineLoading.yaml_constructors["tag:yaml.org,2002:str"] = original
