@@ -27,7 +27,7 @@ from .errors import InputError
 from .inputfile import MAX_DEPTH, MAX_INT_DIGITS, MAX_YAML_BYTES, line_at, read_text
 
 MAX_ALIAS_NODES = 100_000  # nodes that all aliases of a document may add when expanded
-MAX_NODES = 1_000_000  # values (scalars, mappings, lists) in a document: a 100,000-host inventory holds ~800,000
+MAX_NODES = 1_000_000  # values (scalars, mappings, lists) in a document: a 100,000-host inventory holds ~900,000
 _TYPED_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 
