@@ -20,6 +20,13 @@ class Os(TypedDict, total=False):
     pretty_name: str | None
 
 
+class KernelInstalledRow(TypedDict, total=False):
+    """One row of `facts.kernel.installed`."""
+
+    release: str | None
+    nvidia_module: bool | None
+
+
 class Kernel(TypedDict, total=False):
     """`facts.kernel`."""
 
@@ -33,6 +40,7 @@ class Kernel(TypedDict, total=False):
     mem_total_kb: int | None
     nvidia_driver: str | None
     sysctls: dict[str, str | None] | None
+    installed: list[KernelInstalledRow] | None
 
 
 class SystemdUnitFilesRow(TypedDict, total=False):
@@ -67,6 +75,18 @@ class SystemdUnitsRow(TypedDict, total=False):
     fragment_path: str | None
 
 
+class SystemdLimitsRow(TypedDict, total=False):
+    """One row of `facts.systemd.limits`."""
+
+    name: str | None
+    load_state: str | None
+    limit_nofile: int | None
+    limit_nofile_infinite: bool | None
+    limit_nofile_soft: int | None
+    tasks_max: int | None
+    tasks_max_infinite: bool | None
+
+
 class Systemd(TypedDict, total=False):
     """`facts.systemd`."""
 
@@ -75,6 +95,7 @@ class Systemd(TypedDict, total=False):
     failed_units: list[str | None] | None
     unit_files: list[SystemdUnitFilesRow] | None
     units: list[SystemdUnitsRow] | None
+    limits: list[SystemdLimitsRow] | None
 
 
 class CgroupsMemory(TypedDict, total=False):
@@ -324,6 +345,189 @@ class CpuStack(TypedDict, total=False):
     memcg_share_pct: float | None
     self: list[CpuStackSelfRow] | None
     inclusive: list[CpuStackInclusiveRow] | None
+
+
+class ConfigFilesRow(TypedDict, total=False):
+    """One row of `facts.config.files`."""
+
+    path: str | None
+    kind: str | None
+    bytes: int | None
+    truncated: bool | None
+    parse_error: str | None
+    error: str | None
+
+
+class ConfigNetworkd(TypedDict, total=False):
+    """`facts.config.networkd`."""
+
+    manage_foreign_routes: bool | None
+    manage_foreign_routing_policy_rules: bool | None
+    manage_foreign_nexthops: bool | None
+
+
+class ConfigLinksRow(TypedDict, total=False):
+    """One row of `facts.config.links`."""
+
+    name: str | None
+    path: str | None
+    match_original_name: str | None
+    match_driver: str | None
+    match_type: str | None
+    match_kind: str | None
+    mac_address_policy: str | None
+
+
+class ConfigDnfAutomatic(TypedDict, total=False):
+    """`facts.config.dnf_automatic`."""
+
+    path: str | None
+    apply_updates: bool | None
+    upgrade_type: str | None
+
+
+class ConfigYumCron(TypedDict, total=False):
+    """`facts.config.yum_cron`."""
+
+    path: str | None
+    apply_updates: bool | None
+    update_cmd: str | None
+
+
+class ConfigContainerd(TypedDict, total=False):
+    """`facts.config.containerd`."""
+
+    path: str | None
+    version: int | None
+    systemd_cgroup: bool | None
+    default_runtime_name: str | None
+    runtimes: list[str | None] | None
+    enable_cdi: bool | None
+
+
+class ConfigDocker(TypedDict, total=False):
+    """`facts.config.docker`."""
+
+    path: str | None
+    cgroup_driver: str | None
+    default_runtime: str | None
+    runtimes: list[str | None] | None
+    log_driver: str | None
+    log_max_size: str | None
+
+
+class ConfigKubelet(TypedDict, total=False):
+    """`facts.config.kubelet`."""
+
+    path: str | None
+    found_by: str | None
+    cgroup_driver: str | None
+    resolv_conf: str | None
+    fail_swap_on: bool | None
+    memory_swap_behavior: str | None
+    system_reserved: dict[str, str | None] | None
+    kube_reserved: dict[str, str | None] | None
+    eviction_hard: dict[str, str | None] | None
+    container_log_max_size: str | None
+    flags: dict[str, str | None] | None
+
+
+class ConfigUnitsRow(TypedDict, total=False):
+    """One row of `facts.config.units`."""
+
+    name: str | None
+    path: str | None
+    dropins: list[str | None] | None
+    exec_start: str | None
+    limit_nofile: str | None
+    tasks_max: str | None
+
+
+class ConfigResolvConf(TypedDict, total=False):
+    """`facts.config.resolv_conf`."""
+
+    link: str | None
+    nameservers: list[str | None] | None
+    search: list[str | None] | None
+
+
+class ConfigCni(TypedDict, total=False):
+    """`facts.config.cni`."""
+
+    files: list[str | None] | None
+    plugins: list[str | None] | None
+
+
+class Config(TypedDict, total=False):
+    """`facts.config`."""
+
+    files: list[ConfigFilesRow] | None
+    sysctl_declared: dict[str, str | None] | None
+    sysctl_declared_in: dict[str, str | None] | None
+    networkd: ConfigNetworkd | None
+    links: list[ConfigLinksRow] | None
+    apt_periodic: dict[str, str | None] | None
+    dnf_automatic: ConfigDnfAutomatic | None
+    yum_cron: ConfigYumCron | None
+    containerd: ConfigContainerd | None
+    docker: ConfigDocker | None
+    kubelet: ConfigKubelet | None
+    units: list[ConfigUnitsRow] | None
+    resolv_conf: ConfigResolvConf | None
+    cni: ConfigCni | None
+    modules_load: list[str | None] | None
+
+
+class Gpu(TypedDict, total=False):
+    """`facts.gpu`."""
+
+    pci_gpus: int | None
+    pci_nvswitches: int | None
+    driver_gpus: int | None
+    module_version: str | None
+    modules: list[str | None] | None
+    infiniband_devices: int | None
+    gsp_firmware: str | None
+
+
+class ProcZombieParentsRow(TypedDict, total=False):
+    """One row of `facts.proc.zombie_parents`."""
+
+    pid: int | None
+    comm: str | None
+    zombies: int | None
+
+
+class Proc(TypedDict, total=False):
+    """`facts.proc`."""
+
+    swaps: list[str | None] | None
+    clocksource: str | None
+    clocksources_available: list[str | None] | None
+    arp_entries: int | None
+    ntp_synchronized: bool | None
+    reboot_required: bool | None
+    reboot_required_pkgs: list[str | None] | None
+    threads: int | None
+    processes: int | None
+    zombies: int | None
+    zombie_parents: list[ProcZombieParentsRow] | None
+
+
+class DiskMountsRow(TypedDict, total=False):
+    """One row of `facts.disk.mounts`."""
+
+    path: str | None
+    mount: str | None
+    used_pct: float | None
+    avail_kb: int | None
+    inodes_used_pct: float | None
+
+
+class Disk(TypedDict, total=False):
+    """`facts.disk`."""
+
+    mounts: list[DiskMountsRow] | None
 
 
 class PackagesItemsRow(TypedDict, total=False):

@@ -57,6 +57,10 @@ class Facts(TypedDict, total=False):
     network: ft.Network | None
     cpu: ft.Cpu | None
     cpu_stack: ft.CpuStack | None
+    config: ft.Config | None
+    gpu: ft.Gpu | None
+    proc: ft.Proc | None
+    disk: ft.Disk | None
     packages: ft.Packages | None
     trends: ft.Trends | None  # derived by history, never collected
 

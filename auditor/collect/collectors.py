@@ -8,14 +8,18 @@ from typing import Any
 
 from .parsers.binaries import parse_binaries
 from .parsers.cgroups import parse_cgroups
+from .parsers.config import parse_config
 from .parsers.cpu import parse_cpu
 from .parsers.cpu_stack import parse_cpu_stack
+from .parsers.disk import parse_disk
 from .parsers.ecs import parse_ecs
+from .parsers.gpu import parse_gpu
 from .parsers.hygiene import parse_hygiene
 from .parsers.kernel import parse_kernel
 from .parsers.network import parse_network
 from .parsers.os_release import parse_os
 from .parsers.packages import parse_packages
+from .parsers.proc import parse_proc
 from .parsers.systemd import parse_systemd
 from .section_list import sections_for
 from .sections import Section, TamperedOutput, UnparsableOutput, kv_lines
@@ -76,6 +80,10 @@ COLLECTORS: dict[str, Collector] = {
         _collector("network", parse_network, row_failures=_failed_rows("interfaces", "name")),
         _collector("cpu", parse_cpu),
         _collector("cpu_stack", parse_cpu_stack, "kernel stacks not available on this host"),
+        _collector("config", parse_config, row_failures=_failed_rows("files", "path")),
+        _collector("gpu", parse_gpu),
+        _collector("proc", parse_proc),
+        _collector("disk", parse_disk),
         _collector("packages", parse_packages, "no dpkg or rpm"),
     )
 }

@@ -225,7 +225,11 @@ s_sysctl() {
     net/core/somaxconn net/core/netdev_max_backlog net/core/rmem_max net/core/wmem_max \
     net/ipv4/ip_forward net/ipv4/tcp_keepalive_time net/ipv4/ip_local_port_range \
     net/netfilter/nf_conntrack_max net/bridge/bridge-nf-call-iptables \
-    fs/file-max fs/inotify/max_user_watches fs/inotify/max_user_instances
+    fs/file-max fs/inotify/max_user_watches fs/inotify/max_user_instances \
+    net/ipv4/ip_local_reserved_ports net/netfilter/nf_conntrack_count \
+    net/ipv4/conf/all/rp_filter net/ipv4/conf/default/rp_filter net/ipv6/conf/all/forwarding \
+    net/ipv4/neigh/default/gc_thresh1 net/ipv4/neigh/default/gc_thresh2 net/ipv4/neigh/default/gc_thresh3 \
+    kernel/keys/maxkeys kernel/keys/maxbytes fs/file-nr fs/nr_open kernel/panic_on_oops
   printf '%s\n' "$CAP"
   cd / || return 3
 }
@@ -607,8 +611,203 @@ s_kernel_log() {
 }
 
 trouble_lines() { # trouble_lines < kernel log: the newest 200 lines naming driver trouble
-  pat='TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Resetting the device|Device reset completed|ena .*[Rr]eset|Found a Tx that wasn.t completed on time|lost tx completions is above the threshold|Lost TX completions are above the threshold|ena_com_wait_and_process_admin_cq|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
+  pat='NVRM: Xid|NVRM: GPU at [^ ]* has fallen off the bus|fallen off the bus|SXid|neighbou?r table overflow|unregister_netdevice: waiting for|nf_conntrack: table full|fork rejected by pids controller|VFS: file-max limit|Remounting filesystem read-only|EXT4-fs error|XFS .*Shutting down|Buffer I/O error|upper fs needs to support d_type|TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Resetting the device|Device reset completed|ena .*[Rr]eset|Found a Tx that wasn.t completed on time|lost tx completions is above the threshold|Lost TX completions are above the threshold|ena_com_wait_and_process_admin_cq|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
   grep -E "$pat" | tail -n 200
+}
+
+s_unit_limits() {
+  # The limits in force (defaults included) of the services Kubernetes and GPU nodes break on: one call.
+  booted || return 3
+  ck "systemctl show limits" T 5 systemctl show -p Id,LoadState,LimitNOFILE,LimitNOFILESoft,TasksMax \
+    containerd.service docker.service kubelet.service nvidia-persistenced.service nvidia-fabricmanager.service \
+    || return
+  printf '%s\n' "$CAP"
+}
+
+# Configuration files, read as text for the parsers (collect/parsers/config.py): comment and blank lines left
+# out, assignments to password/secret/token/auth keys never printed, each file capped at CONF_MAX bytes, each
+# line prefixed `|` so none can start a header. The file list is collect/config_files.py's (a test checks).
+CONF_MAX=16384
+conf_lines() { # conf_lines FILE: FILE's lines that are not comments, blanks or secrets; none left is an answer
+  T 5 grep -v -i -E -e '^[[:space:]]*([#;]|//|$)' \
+    -e '^[[:space:]]*[a-z_]*(password|passwd|secret|token|auth)[a-z_]*[[:space:]]*=' -- "$1"; _r=$?
+  [ "$_r" = 1 ] && return 0
+  return "$_r"
+}
+conf_read() { # conf_read FILE: conf_lines prefixed `|`, at most CONF_MAX bytes then `!truncated`; grep's status
+  { conf_lines "$1"; printf '\n@@rc %s %s\n' "$N" "$?"; } | awk -v max="$CONF_MAX" -v m="@@rc $N " '
+    index($0, m) == 1 { rc = substr($0, length(m) + 1) + 0; next }
+    $0 == "" { next }
+    { n += length($0) + 1; if (n <= max) print "|" $0; else if (!cut++) print "!truncated" }
+    END { exit rc }'
+}
+CONF_SEEN=
+conf_file() { # conf_file KIND FILE: one `@ KIND FILE` block (a failed read is that block's `failed=` line)
+  [ -f "$2" ] || return 0
+  case $NL$CONF_SEEN$NL in *"$NL$2$NL"*) return 0 ;; esac  # once each (a unit's --config may name a default)
+  CONF_SEEN=$CONF_SEEN$NL$2
+  printf '@ %s ' "$1"; one "$2"
+  rk "read $(oneline "$2")" conf_read "$2" || return 0
+  [ -n "$CAP" ] && printf '%s\n' "$CAP"
+  case $1:$2 in kubelet-env:*|unit:*/kubelet.service|unit:*/kubelet.service.d/*) KUBELET_TEXT=$KUBELET_TEXT$NL$CAP ;; esac
+  return 0
+}
+conf_glob() { # conf_glob KIND PATTERN...: conf_file for each regular file a pattern matches (64 a pattern)
+  _ck=$1; shift
+  for _cp in "$@"; do
+    case $_cp in /lib/*) [ -L /lib ] && continue ;; esac  # merged /usr: the same files as /usr/lib
+    _cn=0
+    for _cf in $_cp; do  # fixed patterns: globbed, never split
+      [ -f "$_cf" ] || continue
+      _cn=$((_cn + 1)); [ "$_cn" -le 64 ] || break
+      conf_file "$_ck" "$_cf"
+    done
+  done
+}
+KUBELET_TEXT=
+s_config() {
+  conf_glob sysctl '/etc/sysctl.d/*.conf' '/run/sysctl.d/*.conf' '/usr/local/lib/sysctl.d/*.conf' \
+    '/usr/lib/sysctl.d/*.conf' '/lib/sysctl.d/*.conf' /etc/sysctl.conf
+  conf_glob networkd /etc/systemd/networkd.conf /usr/lib/systemd/networkd.conf \
+    '/etc/systemd/networkd.conf.d/*.conf' '/run/systemd/networkd.conf.d/*.conf' \
+    '/usr/local/lib/systemd/networkd.conf.d/*.conf' '/usr/lib/systemd/networkd.conf.d/*.conf' \
+    '/lib/systemd/networkd.conf.d/*.conf'
+  conf_glob link '/etc/systemd/network/*.link' '/run/systemd/network/*.link' '/usr/local/lib/systemd/network/*.link' \
+    '/usr/lib/systemd/network/*.link' '/lib/systemd/network/*.link' '/etc/systemd/network/*.link.d/*.conf' \
+    '/run/systemd/network/*.link.d/*.conf' '/usr/local/lib/systemd/network/*.link.d/*.conf' \
+    '/usr/lib/systemd/network/*.link.d/*.conf' '/lib/systemd/network/*.link.d/*.conf'
+  conf_glob apt /etc/apt/apt.conf '/etc/apt/apt.conf.d/*'
+  conf_glob dnf-automatic /etc/dnf/automatic.conf
+  conf_glob yum-cron /etc/yum/yum-cron.conf
+  conf_glob containerd /etc/containerd/config.toml '/etc/containerd/conf.d/*.toml'
+  conf_glob docker /etc/docker/daemon.json
+  for _u in kubelet containerd docker nvidia-persistenced nvidia-fabricmanager; do
+    for _d in /etc/systemd/system /run/systemd/system /usr/local/lib/systemd/system /usr/lib/systemd/system \
+              /lib/systemd/system; do
+      conf_glob unit "$_d/$_u.service" "$_d/$_u.service.d/*.conf"
+    done
+  done
+  conf_glob kubelet-env /var/lib/kubelet/kubeadm-flags.env /etc/default/kubelet /etc/sysconfig/kubelet \
+    /etc/eks/kubelet/environment
+  conf_glob kubelet /var/lib/kubelet/config.yaml /etc/kubernetes/kubelet/config.json \
+    /etc/kubernetes/kubelet/kubelet-config.json /etc/kubernetes/kubelet-config.yaml \
+    '/etc/kubernetes/kubelet/config.json.d/*.conf'
+  # the file the kubelet unit's --config names (a YAML or JSON file under /etc, /var/lib or /run)
+  for _f in $(kubelet_config_flag); do conf_file kubelet "$_f"; done
+  conf_glob resolv /etc/resolv.conf
+  [ -L /etc/resolv.conf ] && ck "readlink /etc/resolv.conf" readlink /etc/resolv.conf && put resolv_link "$CAP"
+  conf_glob cni '/etc/cni/net.d/*'
+  conf_glob modules-load '/etc/modules-load.d/*.conf' '/run/modules-load.d/*.conf' \
+    '/usr/local/lib/modules-load.d/*.conf' '/usr/lib/modules-load.d/*.conf' '/lib/modules-load.d/*.conf' \
+    /etc/modules
+  return 0
+}
+kubelet_config_flag() { # the files `--config` names in the kubelet unit and environment files read above
+  printf '%s\n' "$KUBELET_TEXT" | awk '{
+      s = $0
+      while (match(s, /--config[= ]+[^ "\047$]+/)) {
+        v = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH); sub(/^--config[= ]+/, "", v)
+        if (v ~ /^\/(etc|var\/lib|run)\/[A-Za-z0-9_.\/-]+\.(ya?ml|json|conf)$/ && v !~ /\.\./ && !seen[v]++) print v
+      }
+    }'
+}
+
+s_kernels() {
+  # Installed kernels and which have an NVIDIA module built for them (the next boot's kernel needs one).
+  for d in /lib/modules/*; do
+    [ -d "$d" ] || continue
+    printf 'release '; one "${d##*/}"
+  done
+  [ -d /lib/modules ] || return 0
+  ck "find /lib/modules" T 10 find /lib/modules -mindepth 2 -maxdepth 5 -name 'nvidia.ko*' || return
+  [ -n "$CAP" ] && printf '%s\n' "$CAP" | awk -F/ 'NF > 3 && !seen[$4]++ { print "nvidia " $4 }'
+  return 0
+}
+
+s_gpu() {
+  # NVIDIA devices on the PCI bus, what the driver sees, and the modules GPUDirect needs (builtins only).
+  g=0 s=0
+  for d in /sys/bus/pci/devices/*; do
+    [ -r "$d/vendor" ] || continue
+    read -r v < "$d/vendor" || continue
+    [ "$v" = 0x10de ] || continue
+    read -r c < "$d/class" || continue
+    case $c in 0x0300*|0x0302*) g=$((g + 1)) ;; 0x0680*) s=$((s + 1)) ;; esac
+  done
+  printf 'pci_gpus=%s\npci_nvswitches=%s\n' "$g" "$s"
+  if [ -d /proc/driver/nvidia/gpus ]; then
+    n=0; for d in /proc/driver/nvidia/gpus/*; do [ -e "$d" ] && n=$((n + 1)); done
+    printf 'driver_gpus=%s\n' "$n"
+  fi
+  kv module_version catf /sys/module/nvidia/version
+  for m in nvidia nvidia_uvm nvidia_modeset nvidia_peermem efa_nv_peermem nv_peer_mem efa ib_core; do
+    [ -d "/sys/module/$m" ] && printf 'module=%s\n' "$m"
+  done
+  n=0; for d in /sys/class/infiniband/*; do [ -e "$d" ] && n=$((n + 1)); done
+  printf 'infiniband_devices=%s\n' "$n"
+  if [ -r /proc/driver/nvidia/params ]; then
+    cap grep -m 1 '^EnableGpuFirmware' /proc/driver/nvidia/params  # status 1: no such line, an answer
+    case $CAP_RC in 0) put gsp "$CAP" ;; 1) ;; *) fail "grep /proc/driver/nvidia/params" ;; esac
+  fi
+  return 0
+}
+
+s_proc() {
+  echo '--- swaps'
+  ck "cat /proc/swaps" catf /proc/swaps && printf '%s\n' "$CAP" | awk 'NR > 1 && NF { print $1 }'
+  echo '--- state'
+  kv clocksource catf /sys/devices/system/clocksource/clocksource0/current_clocksource
+  kv clocksources catf /sys/devices/system/clocksource/clocksource0/available_clocksource
+  ck "read /proc/net/arp" awk 'END { print "arp_entries=" (NR > 0 ? NR - 1 : 0) }' /proc/net/arp && printf '%s\n' "$CAP"
+  if booted && has timedatectl; then
+    # `show` needs systemd >= 239; `status` says it on every release (219: "NTP synchronized: yes")
+    ck "timedatectl status" T 3 timedatectl status &&
+      printf '%s\n' "$CAP" | awk -F': *' 'tolower($1) ~ /(ntp|system clock) synchronized$/ { print "ntp_synchronized=" $2; exit }'
+  fi
+  [ -e /var/run/reboot-required ] && echo reboot_required=1
+  [ -f /var/run/reboot-required.pkgs ] && ck "read reboot-required.pkgs" head -c 1024 /var/run/reboot-required.pkgs &&
+    printf '%s\n' "$CAP" | awk 'NF { printf "reboot_pkg=%s\n", $1 }'
+  echo '--- tasks'
+  # From cpu_begin's walk of /proc/*/task/*/stat (no new read): threads, processes, zombies by parent.
+  printf '%s\n' "$CPU_TA" | awk '
+    function take(line,   p, k, r, rest, f, h) {
+      if (line == "") return
+      p = 0; r = line
+      while ((k = index(substr(r, p + 1), ")")) > 0) p += k
+      rest = substr(line, p + 2); split(rest, f, " ")
+      split(line, h, "/"); threads++
+      c = substr(line, index(line, "(") + 1); c = substr(c, 1, p - index(line, "(") - 1); gsub(/[ \t]/, "_", c)
+      if (h[3] != h[5]) return
+      procs++; comm[h[3]] = c
+      if (f[1] == "Z") { zombies++; z[f[2]]++ }
+    }
+    {
+      k = index($0, ":"); fl = substr($0, 1, k - 1)
+      if (fl == last) { rec = rec "?" substr($0, k + 1); next }
+      take(rec); rec = $0; last = fl
+    }
+    END {
+      take(rec)
+      print "threads=" threads + 0; print "processes=" procs + 0; print "zombies=" zombies + 0
+      for (i = 1; i <= 3; i++) {
+        best = ""; for (pp in z) if (best == "" || z[pp] > z[best]) best = pp
+        if (best == "") break
+        print "zombie_parent", best, z[best], (best in comm ? comm[best] : "?"); delete z[best]
+      }
+    }'
+  return 0
+}
+
+s_disk() {
+  # Space and inodes of the filesystems a node writes to: one df for each, rows in argument order.
+  set --
+  for p in / /var /var/log /var/lib/containerd /var/lib/docker /var/lib/kubelet; do [ -d "$p" ] && set -- "$@" "$p"; done
+  printf 'paths=%s\n' "$*"
+  echo '--- blocks'
+  ck "df -P -k" T 5 df -P -k "$@" && printf '%s\n' "$CAP"
+  echo '--- inodes'
+  ck "df -P -i" T 5 df -P -i "$@" && printf '%s\n' "$CAP"
+  return 0
 }
 
 cpu_begin() {
@@ -744,6 +943,12 @@ run ecs s_ecs
 run hygiene s_hygiene
 run network s_network
 run kernel_log s_kernel_log
+run unit_limits s_unit_limits
+run config s_config
+run kernels s_kernels
+run gpu s_gpu
+run proc s_proc
+run disk s_disk
 run cpu s_cpu
 run cpu_stack s_cpu_stack
 run packages s_packages

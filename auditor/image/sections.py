@@ -29,6 +29,7 @@ from ..collect.collectors import RC_NOT_AVAILABLE, RC_OFFLINE, RC_TIMED_OUT
 from ..collect.parsers.confinement import CONFINEMENT
 from ..collect.section_list import SECTIONS
 from ..errors import ProbeTimeout, TransportError
+from .config import ConfigReader, kernels_section
 from .fs import ImageFS
 from .packages import Packages
 from .text import quote
@@ -331,6 +332,8 @@ class ImageSections:
             "ecs": self.ecs,
             "hygiene": self.hygiene,
             "packages": self.packages.section,
+            "config": lambda: ConfigReader(self.fs, self.check_time).section(),
+            "kernels": lambda: kernels_section(self.fs, self.check_time),
         }
 
     def text(self) -> str:

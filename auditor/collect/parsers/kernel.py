@@ -21,7 +21,22 @@ def selected(value: str | None) -> str | None:
 _RELEASE = re.compile(r"^\d+\.\d+")  # 6.1.0-27-cloud-amd64, 5.10.228-219.884.amzn2.x86_64
 
 
-def parse_kernel(text: str, sysctl_text: str = "") -> dict[str, Any]:
+def parse_installed(text: str) -> list[dict[str, Any]]:
+    """`release R` and `nvidia R` lines (the `kernels` section) → one row per installed kernel."""
+    releases: dict[str, bool] = {}
+    nvidia: set[str] = set()
+    for line in text.splitlines():
+        kind, _, value = line.partition(" ")
+        if kind == "release" and value:
+            releases[value] = False
+        elif kind == "nvidia" and value:
+            nvidia.add(value)
+        elif line.strip():
+            raise UnparsableOutput(f"kernels section line {line[:60]!r} is not `release R` or `nvidia R`")
+    return [{"release": r, "nvidia_module": r in nvidia} for r in sorted(releases)]
+
+
+def parse_kernel(text: str, sysctl_text: str = "", kernels_text: str = "") -> dict[str, Any]:
     kv = kv_lines(text)
     sysctls: dict[str, str] = {}
     for line in sysctl_text.splitlines():
@@ -42,4 +57,5 @@ def parse_kernel(text: str, sysctl_text: str = "") -> dict[str, Any]:
         "mem_total_kb": to_int(kv.get("mem_total_kb")),
         "nvidia_driver": kv.get("nvidia_driver") or None,
         "sysctls": sysctls,
+        "installed": parse_installed(kernels_text),
     }

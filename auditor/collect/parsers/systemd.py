@@ -119,7 +119,31 @@ def _unit(block: dict[str, str], journal: dict[str, int], unit_files: dict[str, 
     }
 
 
-def parse_systemd(version_text: str, unit_files_text: str, show_text: str, journal_text: str) -> dict[str, Any]:
+def _limit(value: str | None) -> tuple[int | None, bool]:
+    """A systemd limit as (number, infinite): `infinity` (or 2^64-1) is infinite, no number."""
+    if value is None or value == "":
+        return None, False
+    if value == "infinity" or value == "18446744073709551615":
+        return None, True
+    return to_int(value), False
+
+
+def parse_limits(text: str) -> list[dict[str, Any]]:
+    """`systemctl show -p Id,LoadState,LimitNOFILE,LimitNOFILESoft,TasksMax UNIT…` blocks → rows."""
+    rows = []
+    for block in parse_show(text):
+        if not block.get("Id"):
+            continue
+        nofile, nofile_inf = _limit(block.get("LimitNOFILE"))
+        tasks, tasks_inf = _limit(block.get("TasksMax"))
+        rows.append({"name": block["Id"], "load_state": block.get("LoadState") or None, "limit_nofile": nofile,
+                     "limit_nofile_infinite": nofile_inf, "limit_nofile_soft": _limit(block.get("LimitNOFILESoft"))[0],
+                     "tasks_max": tasks, "tasks_max_infinite": tasks_inf})
+    return sorted(rows, key=lambda r: r["name"])
+
+
+def parse_systemd(version_text: str, unit_files_text: str, show_text: str, journal_text: str,
+                  limits_text: str = "") -> dict[str, Any]:
     unit_files = parse_unit_files(unit_files_text)
     by_name = {u["name"]: u for u in unit_files}
     journal = parse_journal_restarts(journal_text)
@@ -131,4 +155,5 @@ def parse_systemd(version_text: str, unit_files_text: str, show_text: str, journ
         "units": units,
         "enabled_units": sorted(u["name"] for u in unit_files if u["state"] == "enabled"),
         "failed_units": sorted(u["name"] for u in units if u["active_state"] == "failed"),
+        "limits": parse_limits(limits_text),
     }
