@@ -529,9 +529,9 @@ def kubelet(files: list[File], flag: dict[str, str]) -> dict[str, Any]:
         "resolv_conf": flag.get("resolv-conf") if "resolv-conf" in flag else _str(doc.get("resolvConf")),
         "fail_swap_on": fail_swap if isinstance(fail_swap, bool) else None,
         "memory_swap_behavior": _str(swap),
-        "system_reserved": _map_flag(flag.get("system-reserved")) or _plain_map(doc.get("systemReserved")),
-        "kube_reserved": _map_flag(flag.get("kube-reserved")) or _plain_map(doc.get("kubeReserved")),
-        "eviction_hard": _map_flag(flag.get("eviction-hard"), "<") or _plain_map(doc.get("evictionHard")),
+        "system_reserved": _map_flag(flag.get("system-reserved")) or _plain_map(doc.get("systemReserved")) or {},
+        "kube_reserved": _map_flag(flag.get("kube-reserved")) or _plain_map(doc.get("kubeReserved")) or {},
+        "eviction_hard": _map_flag(flag.get("eviction-hard"), "<") or _plain_map(doc.get("evictionHard")) or {},
         "container_log_max_size": _str(doc.get("containerLogMaxSize")),
         "flags": flag,
     }
