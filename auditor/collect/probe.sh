@@ -762,7 +762,8 @@ s_proc() {
   if booted && has timedatectl; then
     # `show` needs systemd >= 239; `status` says it on every release (219: "NTP synchronized: yes")
     ck "timedatectl status" T 3 timedatectl status &&
-      printf '%s\n' "$CAP" | awk -F': *' 'tolower($1) ~ /(ntp|system clock) synchronized$/ { print "ntp_synchronized=" $2; exit }'
+      printf '%s\n' "$CAP" | awk -F': *' 'tolower($1) ~ /(ntp|system clock) synchronized$/ { print "ntp_synchronized=" $2; n++; exit }
+        END { if (!n) print "ntp_synchronized=unreadable" }'
   fi
   [ -e /var/run/reboot-required ] && echo reboot_required=1
   [ -f /var/run/reboot-required.pkgs ] && ck "read reboot-required.pkgs" head -c 1024 /var/run/reboot-required.pkgs &&
