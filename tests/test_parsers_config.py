@@ -9,7 +9,8 @@ import pytest
 
 from auditor.collect.collectors import COLLECTORS, run_collector
 from auditor.collect.config_files import FILES, UNIT_DIRS, UNITS
-from auditor.collect.parsers.config import apt_settings, parse_config
+from auditor.collect.parsers.config import parse_config
+from auditor.collect.parsers.config_system import apt_settings
 from auditor.collect.probe import probe_script
 from auditor.collect.sections import Section, UnparsableOutput
 

@@ -791,7 +791,7 @@ s_proc() {
       take(rec)
       print "threads=" threads + 0; print "processes=" procs + 0; print "zombies=" zombies + 0
       for (i = 1; i <= 3; i++) {
-        best = ""; for (pp in z) if (best == "" || z[pp] > z[best]) best = pp
+        best = ""; for (pp in z) if (best == "" || z[best] < z[pp]) best = pp
         if (best == "") break
         print "zombie_parent", best, z[best], (best in comm ? comm[best] : "?"); delete z[best]
       }

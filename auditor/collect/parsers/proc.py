@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..sections import UnparsableOutput, kv_lines, subsections, to_int
-from .config import boolean
+from .config_text import boolean
 
 
 def parse_proc(text: str) -> dict[str, Any]:
