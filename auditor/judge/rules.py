@@ -14,6 +14,7 @@ A pack file:
         evidence: {dying: facts.cgroups.memory.dying}             # name → JMESPath over the snapshot + `item`
         leads_to: [cpu.hot-core-system-time]                      # incident chain: what this finding causes
         link: "{{ evidence.dying | thousands }} dying memcgs"     # its short text in a chain's one line
+        refs: [https://github.com/moby/moby/issues/29638]          # public sources (required in built-in packs)
       - id: fleet.shared-machine-id                             # a fleet rule: over all hosts of a scan
         title: "{{ item.count }} hosts share machine-id {{ item.value }}: {{ item.hosts | join(', ') }}"
         severity: high
@@ -93,6 +94,7 @@ class Rule:
     fleet: FleetSpec | None = None  # a fleet rule: evaluated over all snapshots of a scan, not per host
     root_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # root → the only keys read (host.az…)
     shapes: tuple[tuple[str, Any], ...] = ()  # (area, shape): the part of each area read (judge/shapes.py)
+    refs: tuple[str, ...] = ()  # public sources: http(s) URLs (the schema checks each; built-in rules need one)
 
 
 @dataclass
@@ -264,7 +266,7 @@ def _compile_rule(node: LineDict, pack: Pack) -> Rule:
         areas=frozenset(areas), reads=_area_keys(reads, areas), shapes=shapes,
         roots=frozenset(reads.roots - {"facts", "item"}), params=dict(pack.params), source=pack.source,
         line=node.line, leads_to=tuple(leads_to), leads_to_lines=tuple(map(leads_to.line_of, range(len(leads_to)))),
-        link=link, fleet=m.fleet, root_keys=_root_keys(reads),
+        link=link, fleet=m.fleet, root_keys=_root_keys(reads), refs=tuple(node.get("refs") or ()),
     )
 
 
@@ -371,13 +373,33 @@ def _compile_fleet(spec: LineDict, pack: Pack) -> tuple[FleetSpec, Reads]:
     return FleetSpec(kind, str(spec[kind]), expr, within, cond), reads
 
 
+def _builtin_files() -> set[Path]:
+    """The shipped packs' files, resolved: a pack read from there is built-in however it was named (`rules
+    check rules/` checks them as the tool loads them)."""
+    try:
+        return {p.resolve() for p in rule_files([], builtin=True)}
+    except FileNotFoundError:  # installed without its rules/ data: no pack is built-in
+        return set()
+
+
+def _check_refs(pack: Pack) -> None:
+    """A built-in rule cites its public sources: `refs:` with at least one URL (the schema checks each)."""
+    for node in pack.raw_rules:
+        if not node.get("refs"):
+            raise InputError(f"rule {node['id']!r}: a built-in rule needs `refs:` (its public sources: incident, "
+                             "bug report or documentation URLs)", pack.source, node.line)
+
+
 def load_rules(dirs: Iterable[str | Path] = (), builtin: bool = True,
                overrides: Iterable[Override] = ()) -> RuleSet:
     """Load, validate and compile rule packs; any problem is an InputError naming the file and line."""
     files = rule_files(dirs, builtin)
+    shipped = _builtin_files()
     packs: dict[str, Pack] = {}
     for path in files:
         pack = _read_pack(path)
+        if path.resolve() in shipped:
+            _check_refs(pack)
         if pack.name in packs:
             raise InputError(f"pack {pack.name!r} is already defined in {packs[pack.name].source}", pack.source,
                              pack.line)
