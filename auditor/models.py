@@ -31,6 +31,17 @@ def is_ref(value: object) -> bool:
     return isinstance(value, str) and len(value) <= MAX_REF and _REF.fullmatch(value) is not None
 
 
+def cited(rules: object) -> dict[str, list[str]]:
+    """Rule id → its sources, from a report document's `rules`: only what is_ref passes, whatever a saved
+    report holds (renderers and ASFF show these as links)."""
+    out: dict[str, list[str]] = {}
+    for rule in rules if isinstance(rules, list) else ():
+        refs = [u for u in rule.get("refs") or () if is_ref(u)] if isinstance(rule, dict) else []
+        if refs:
+            out[str(rule.get("id"))] = refs
+    return out
+
+
 @dataclass(frozen=True)
 class SSHOptions:
     """How to reach a host over SSH. Any field left None falls back to ssh_config / defaults."""

@@ -18,10 +18,9 @@ from auditor.context import Env
 from auditor.errors import InputError
 from auditor.judge import listcache, rulefiles
 from auditor.judge.rules import load_rules
-from auditor.models import MAX_REF, REF_PATTERN, is_ref
+from auditor.models import MAX_REF, REF_PATTERN, cited, is_ref
 from auditor.notify import asff
 from auditor.render import RENDERERS
-from auditor.render.view import finding_groups
 from auditor.reportdoc import report_json_schema, validate_report
 from tests.asff_schema import asff_schema
 
@@ -181,8 +180,8 @@ def test_html_links_only_http_sources_escaped() -> None:
     html = RENDERERS["html"][0](hostile_doc())
     assert '<a href="https://ok.example/a?b=1&amp;c=2" rel="noopener noreferrer">' in html
     assert "javascript:" not in html and "onerror=alert(1)>" not in html and "x.example/&#34;" not in html
-    groups = {g.rule: g.refs for g in finding_groups(hostile_doc())}
-    assert groups["systemd.unit-crash-looping"] == ["https://ok.example/a?b=1&c=2"]
+    assert cited(hostile_doc()["rules"])["systemd.unit-crash-looping"] == ["https://ok.example/a?b=1&c=2"]
+    assert cited([{"id": "a", "refs": "https://x.example/"}, "b", {"id": "c"}]) == {} == cited(None)
 
 
 def test_markdown_lists_the_shown_rules_sources_as_autolinks() -> None:

@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from ..models import is_ref
+from ..models import cited, is_ref
 from ..textsafe import one_line
 
 SCHEMA_VERSION = "2018-10-08"
@@ -106,15 +106,6 @@ def refs_field(refs: list[str]) -> str | None:
     return " ".join(out) or None
 
 
-def rule_refs(report: dict[str, Any]) -> dict[str, list[str]]:
-    """Rule id → its http(s) sources (is_ref) from the report's rules."""
-    out: dict[str, list[str]] = {}
-    for rule in report.get("rules") or []:
-        if isinstance(rule, dict) and isinstance(rule.get("refs"), list):
-            out[str(rule.get("id"))] = [r for r in rule["refs"] if is_ref(r)]
-    return out
-
-
 def document(finding: dict[str, Any], host: dict[str, Any] | None, at: str, region: str,
              account: str, refs: list[str] | None = None) -> dict[str, Any]:
     """One ASFF finding. CreatedAt/FirstObservedAt: the store's first-seen time; waived: SUPPRESSED.
@@ -157,7 +148,7 @@ def documents(report: dict[str, Any], region: str = PLACEHOLDER_REGION,
     """Every finding of a report document (waived ones SUPPRESSED), in the report's order."""
     hosts = {h["name"]: h for h in report["hosts"]}
     at = report["generated_at"]
-    refs = rule_refs(report)
+    refs = cited(report.get("rules"))
     return [document(f, hosts.get(f["host"]), at, region, account, refs.get(f["rule"])) for f in report["findings"]]
 
 

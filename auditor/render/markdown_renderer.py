@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ..models import is_ref
+from ..models import cited, is_ref
 from ..resources import report_templates_dir
 from ..textsafe import escape_controls
 from . import view
@@ -69,13 +69,10 @@ def link(url: Any) -> Raw:
     return Raw(f"<{url}>") if is_ref(url) else Raw(escape(url))
 
 
-def sources(groups: Iterable[view.FindingGroup]) -> list[tuple[str, list[str]]]:
+def sources(groups: Iterable[view.FindingGroup], refs: dict[str, list[str]]) -> list[tuple[str, list[str]]]:
     """(rule id, its sources) for each rule of the finding groups shown, in their order, once each."""
-    seen: dict[str, list[str]] = {}
-    for g in groups:
-        if g.refs and g.rule not in seen:
-            seen[g.rule] = g.refs
-    return list(seen.items())
+    rules = dict.fromkeys(g.rule for g in groups if g.rule in refs)
+    return [(rule, refs[rule]) for rule in rules]
 
 
 def cell(c: view.Cell) -> Raw:
@@ -107,6 +104,6 @@ def render(doc: dict[str, Any]) -> str:
         by_status=", ".join(f"{n} {s}" for s, n in summary["by_status"].items()), fsev=fsev,
         findings=findings, heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc),
         drift=view.drift_groups(doc), unreached=[h for h in doc["hosts"] if h["status"] != "ok"], top=TOP,
-        since_text=view.since_text, sources=sources,
+        since_text=view.since_text, sources=lambda shown: sources(shown, cited(doc.get("rules"))),
     )
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

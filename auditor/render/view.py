@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import SEVERITIES, is_ref, severity_rank
+from ..models import SEVERITIES, severity_rank
 
 Doc = dict[str, Any]
 UNGROUPED = "(no group)"
@@ -180,7 +180,6 @@ class FindingGroup:
     evidence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (host, evidence), first few
     fails: bool = False
     since: str | None = None  # earliest first-seen time over its hosts (history store), "new" in this scan
-    refs: list[str] = field(default_factory=list)  # its rule's public sources (http(s) URLs only)
 
 
 def since_text(first_seen: str | None, generated_at: str) -> str:
@@ -211,23 +210,10 @@ def chain_positions(doc: Doc) -> dict[str, int]:
     return out
 
 
-def rule_refs(doc: Doc) -> dict[str, list[str]]:
-    """Rule id → its public sources from the report's rules, only the URLs every output may link (is_ref:
-    http(s), no quotes, spaces or angle brackets), whatever a saved report holds."""
-    out: dict[str, list[str]] = {}
-    for rule in doc.get("rules") or []:
-        if isinstance(rule, dict) and isinstance(rule.get("refs"), list):
-            refs = [r for r in rule["refs"] if is_ref(r)]
-            if refs:
-                out[str(rule.get("id"))] = refs
-    return out
-
-
 def finding_groups(doc: Doc) -> list[FindingGroup]:
     """Findings aggregated by rule × item × severity × waived; worst first (severity, then chain position:
     upstream causes before their effects, rules in no chain last), then widest."""
     position = chain_positions(doc)
-    refs = rule_refs(doc)
     by_key: dict[tuple, FindingGroup] = {}
     for f in doc.get("findings") or []:
         key = (f["rule"], f.get("item"), f["severity"], bool(f.get("waived")))
@@ -236,8 +222,7 @@ def finding_groups(doc: Doc) -> list[FindingGroup]:
             group = by_key[key] = FindingGroup(
                 f["severity"], f["rule"], f.get("item"), f["title"], f.get("description") or "",
                 f.get("remediation") or "", bool(f.get("waived")), f.get("waiver"),
-                fails=not f.get("waived") and at_or_above(f["severity"], doc.get("fail_on")),
-                refs=refs.get(f["rule"], []))
+                fails=not f.get("waived") and at_or_above(f["severity"], doc.get("fail_on")))
         group.hosts.append(f["host"])
         group.since = _earliest(group.since, f.get("first_seen"))
         if len(group.evidence) < EVIDENCE_SAMPLES:
