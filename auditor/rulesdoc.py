@@ -10,6 +10,7 @@ that reads one). tests/test_rules_doc.py fails when the file is out of date. Reg
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -26,8 +27,10 @@ def runtime_areas() -> frozenset[str]:
 
 
 def _paragraph(text: str) -> str:
-    """A rule's text on one line (YAML folded and literal blocks alike)."""
-    return " ".join(text.split())
+    """A rule's text on one line (YAML folded and literal blocks alike), Markdown syntax escaped outside its
+    `code` spans (`ssh_host_*_key*` stays text, not emphasis)."""
+    parts = re.split(r"(`[^`]*`)", " ".join(text.split()))
+    return "".join(p if p.startswith("`") else re.sub(r"([\\*_<>\[\]#|~])", r"\\\1", p) for p in parts)
 
 
 def _reads(rule: Rule) -> list[str]:
