@@ -359,9 +359,10 @@ def test_fleet_host_a2_triggers_fire_with_evidence_and_fixes_clear_them(fleet, a
     os.symlink("/lib/systemd/system/systemd-networkd.service", root / NETWORKD_WANTS)
     write(root, TRIGGERS)
     deb = dummy_deb(tmp_path / "deb")
-    shutil.copy(deb, root / "tmp" / deb.name)
-    fleet.exec("a2", ["dpkg", "-i", f"/tmp/{deb.name}"], check=True)
-    (root / "tmp" / deb.name).unlink()
+    shutil.copy(deb, root / "root" / deb.name)  # not /tmp: the booted host has its own tmpfs there
+    installed = fleet.exec("a2", ["dpkg", "-i", f"/root/{deb.name}"])
+    (root / "root" / deb.name).unlink()
+    assert installed.returncode == 0, installed.stderr
     fleet.exec("a2", ["systemctl", "daemon-reload"], check=True)
     # networkd cannot run here: nspawn without a private network drops CAP_NET_ADMIN (ConditionCapability)
     assert fleet.exec("a2", ["systemctl", "is-active", "systemd-networkd.service"]).stdout.strip() != "active"
