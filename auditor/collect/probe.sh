@@ -611,7 +611,7 @@ s_kernel_log() {
 }
 
 trouble_lines() { # trouble_lines < kernel log: the newest 200 lines naming driver trouble
-  pat='NVRM: Xid|NVRM: GPU at [^ ]* has fallen off the bus|fallen off the bus|SXid|neighbou?r table overflow|unregister_netdevice: waiting for|nf_conntrack: table full|fork rejected by pids controller|VFS: file-max limit|Remounting filesystem read-only|EXT4-fs error|XFS .*Shutting down|Buffer I/O error|upper fs needs to support d_type|TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Resetting the device|Device reset completed|ena .*[Rr]eset|Found a Tx that wasn.t completed on time|lost tx completions is above the threshold|Lost TX completions are above the threshold|ena_com_wait_and_process_admin_cq|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
+  pat='NVRM: Xid|NVRM: GPU at [^ ]* has fallen off the bus|fallen off the bus|SXid|[Nn]eighbou?r table overflow|unregister_netdevice: waiting for|nf_conntrack: table full|fork rejected by pids controller|VFS: file-max limit|Remounting filesystem read-only|EXT4-fs error|XFS .*Shutting down|Buffer I/O error|upper fs needs to support d_type|TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Resetting the device|Device reset completed|ena .*[Rr]eset|Found a Tx that wasn.t completed on time|lost tx completions is above the threshold|Lost TX completions are above the threshold|ena_com_wait_and_process_admin_cq|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
   grep -E "$pat" | tail -n 200
 }
 
