@@ -113,6 +113,13 @@ def test_constraints() -> None:
     ("dpkg", "1:7.38.1-1", "2:7.38.1", False),  # an epoch in the bound is compared
     ("dpkg", "7.38.1-2", "= 7.38.1-1", False),  # a revision in the bound is compared
     ("dpkg", "525.85.12-0ubuntu1", ">= 525 < 525.105.17", True),
+    # Debian's repacked sources: 1.7.22~ds1 is release 1.7.22 (found on the fleet: it sorted before 1.7.22)
+    ("dpkg", "1.7.22~ds1-1", "< 1.7.22", False),
+    ("dpkg", "1.7.20~ds1-1", ">= 1.7.14 < 1.7.22", True),
+    ("dpkg", "1.6.20~ds1-1+deb12u1", ">= 1.7.14 < 1.7.22", False),
+    ("dpkg", "2.1~dfsg-1", ">= 2.1", True),
+    ("dpkg", "1.7.22~rc1-1", "< 1.7.22", True),  # a release candidate stays one
+    ("dpkg", "1.7.22~ds1-1", "= 1.7.22~ds1-1", True),  # a bound with a revision compares the whole version
     ("dpkg", "530.30.02-0ubuntu1", ">= 525 < 525.105.17", False),
     ("rpm", "1.0.0-0.3.20210225.git12644e6.amzn2", "= 1.0.0-0.3.20210225.git12644e6.amzn2", True),
     ("rpm", "1.0.0-0.3.20210225.git12644e6.amzn2", ">= 1.0.0~rc93 < 1.0.0~rc94", False),  # rpm: 1.0.0 is past rc94

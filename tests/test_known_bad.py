@@ -175,7 +175,8 @@ def test_users_extend_the_table_with_extra_rows() -> None:
 
 
 def test_a_bad_extra_row_is_reported_as_an_error_finding_not_a_silent_pass() -> None:
-    got = findings(recorded("fleet-a1"), "known-bad.extra=[{id: mine, packages: [bash], versions: '=> 1', advisory: a}]")
+    row = "{id: mine, packages: [bash], versions: '=> 1', advisory: a}"
+    got = findings(recorded("fleet-a1"), f"known-bad.extra=[{row}]")
     assert [(f.rule, f.evidence.get("status")) for f in got] == [("known.listed-version", "error")]
     assert "known-bad table row 1 (mine): cannot read version constraint" in got[0].title
 

@@ -6,7 +6,9 @@ compared as a string.
 
 A constraint names upstream releases, as advisories do, so a bound without an epoch ignores the installed
 epoch (Datadog ships every release as `1:7.38.0-1`) and a bound without a revision ignores the installed
-revision (`<= 1.16.1` holds for `1.16.1-1`); a bound that carries them compares them.
+revision (`<= 1.16.1` holds for `1.16.1-1`); a bound that carries them compares them. Compared so, an upstream
+version loses Debian's repacked-source marker `~ds1`/`~dfsg1`: `1.7.22~ds1` is release 1.7.22, repacked (the
+tilde only keeps it below a pristine 1.7.22 upload), not a pre-release of it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from univers.rpm import compare_rpm_versions
 MANAGERS = ("dpkg", "rpm")
 _OPS = {"<": (-1,), "<=": (-1, 0), ">": (1,), ">=": (1, 0), "=": (0,), "==": (0,), "!=": (-1, 1)}
 _TERM = re.compile(r"\s*(<=|>=|==|!=|<|>|=)?\s*([^\s<>=!]+)\s*")
+_REPACK = re.compile(r"~(?:ds|dfsg)\d*$")
 
 
 class VersionError(ValueError):
@@ -74,9 +77,7 @@ def _split(manager: str, version: str) -> tuple[str, str, str]:
 def _installed_as(manager: str, installed: str, bound: Bound) -> str:
     """The installed version reduced to the parts `bound` names (epoch, revision)."""
     epoch, upstream, revision = _split(manager, installed)
-    text = upstream
-    if bound.revision and revision:
-        text = f"{text}-{revision}"
+    text = _REPACK.sub("", upstream) if not bound.revision else f"{upstream}-{revision}" if revision else upstream
     if bound.epoch and epoch:
         text = f"{epoch}:{text}"
     return text
