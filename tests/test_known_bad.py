@@ -3,18 +3,26 @@ and key binaries' owning packages by the manager's version rules, on recorded an
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
+import subprocess
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
 
 import jmespath
 import pytest
 
+from auditor.cli import main
+from auditor.context import Env
 from auditor.errors import InputError
 from auditor.judge.functions import OPTIONS
 from auditor.judge.params import parse_set
 from auditor.judge.rules import load_rules
 from auditor.models import Finding
+from tests.test_image_transport import make_root
+from tests.test_known_bad_fleet import BAD, BUILD, EXPECTED, EXTRA_ROW, FIXED
 from tests.test_rules_builtin import judge, recorded
 
 KNOWN = ("known.runc-cve-2024-21626", "known.runc-rc93", "known.nvidia-container-toolkit-cve",
@@ -213,3 +221,40 @@ def test_every_known_rule_cites_sources_and_every_table_row_has_a_rule() -> None
 
 def _version(snap: dict[str, Any], name: str) -> str:
     return next(i["version"] for i in snap["facts"]["packages"]["items"] if i["name"] == name)
+
+
+@pytest.mark.skipif(shutil.which("dpkg") is None or shutil.which("dpkg-deb") is None, reason="needs dpkg")
+def test_an_image_root_is_judged_before_launch(tmp_path: Path) -> None:
+    """The same dummy packages, installed by the real dpkg into an unbooted root (`dpkg --root`), scanned as
+    image://: every known.* rule fires; with the fixed versions installed over them, none does."""
+    root = make_root(tmp_path / "root")
+    for name in ("updates", "triggers"):
+        (root / "var/lib/dpkg" / name).mkdir()
+    (root / "var/lib/dpkg/available").write_text("")
+    debs = tmp_path / "debs"
+
+    def install(versions: dict[str, str]) -> None:
+        built = []
+        for name, version in versions.items():
+            script = BUILD.replace("/tmp/ami-auditor-kb", str(debs))
+            subprocess.run(["sh", "-c", script, "build", name, version], check=True, capture_output=True)
+            built.append(str(debs / f"{name}_{version}.deb"))
+        subprocess.run(["dpkg", f"--root={root}", "--force-not-root", "--log=/dev/null", "-i", *built], check=True,
+                       capture_output=True)
+
+    def scan(out: Path) -> dict[str, Any]:
+        err = io.StringIO()
+        code = main(["scan", f"image://{root}", "--set", f"known-bad.extra={json.dumps(EXTRA_ROW)}", "--format",
+                     "json", "--out", str(out)], Env(stdout=io.StringIO(), stderr=err))
+        assert code in (0, 1), err.getvalue()
+        doc = json.loads((out / "report.json").read_text())
+        return {f["rule"]: f for f in doc["findings"] if f["rule"].startswith("known.")}
+
+    install(BAD)
+    found = scan(tmp_path / "bad")
+    assert {rule: f["item"] for rule, f in found.items()} == EXPECTED
+    runc = found["known.runc-cve-2024-21626"]
+    assert runc["title"].startswith(f"runc {BAD['runc']} is affected by CVE-2024-21626")
+    assert (runc["evidence"]["binary"], runc["evidence"]["path"]) == ("runc", "/usr/sbin/runc")
+    install(FIXED)
+    assert scan(tmp_path / "fixed") == {}
