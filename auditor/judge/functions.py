@@ -8,9 +8,12 @@ from typing import Any
 import jmespath
 from jmespath import functions
 
+from .versions import VersionError, backported, matches_any, parse_constraint
+
 
 class RuleFunctions(functions.Functions):
-    """`glob_any(value, patterns)`, `map_diff(actual, expected)`, `where_eq(rows, field, value)`."""
+    """`glob_any(value, patterns)`, `map_diff(actual, expected)`, `where_eq(rows, field, value)`,
+    `known_bad(packages, binaries, table, id)`."""
 
     @functions.signature({"types": ["string", "null"]}, {"types": ["array"]})
     def _func_glob_any(self, value: str | None, patterns: list[Any]) -> bool:
@@ -36,6 +39,100 @@ class RuleFunctions(functions.Functions):
         """Rows whose `key` equals `value` — a filter whose right side comes from outside the list
         (JMESPath filters cannot reach the root), e.g. `where_eq(facts.cpu.threads, 'cpu', item.cpu)`."""
         return [r for r in rows or [] if isinstance(r, dict) and r.get(key) == value]
+
+    @functions.signature({"types": ["object", "null"]}, {"types": ["array", "null"]}, {"types": ["array"]},
+                         {"types": ["string"]})
+    def _func_known_bad(self, packages: dict[str, Any] | None, binaries: list[Any] | None, table: list[Any],
+                        ids: str) -> list[dict[str, Any]]:
+        """Installed packages (and the owning packages of key binaries) whose version a row of `table` lists as
+        bad, compared by the package manager's rules; only rows whose `id` matches the glob `ids`. One match per
+        package version: {package, version, manager, arch, binary, path, rows: [{id, versions, advisory}],
+        advisory (the rows' advisories joined), refs}."""
+        rows = [r for r in _table(table) if fnmatchcase(r["id"], ids)]
+        if not rows:
+            return []
+        packages = packages or {}
+        manager = packages.get("manager")
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        for item in packages.get("items") or ():
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                name = item["name"].partition(":")[0]  # multiarch rows are `name:arch`
+                for row in rows:
+                    if name in row["packages"]:
+                        _match(found, row, manager, name, item.get("version"), {"arch": item.get("arch")})
+        for binary in binaries or ():
+            if not isinstance(binary, dict) or not binary.get("found") or not binary.get("package"):
+                continue
+            owner = str(binary["package"])
+            for row in rows:
+                if owner in row["packages"] or binary.get("name") == row["binary"]:
+                    _match(found, row, binary.get("package_manager") or manager, owner, binary.get("package_version"),
+                           {"binary": binary.get("name"), "path": binary.get("path")})
+        return [found[k] for k in sorted(found)]
+
+
+_ROW_KEYS = {"id", "packages", "binary", "versions", "fixed", "advisory", "refs"}
+
+
+def _table(table: list[Any]) -> list[dict[str, Any]]:
+    """The rows of a known-bad table, checked (a user extends it with --set / --rules-config): a bad row is an
+    error naming it, never a silent pass."""
+    out = []
+    for index, row in enumerate(table):
+        where = f"known-bad table row {index + 1}"
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: expected a mapping with id, packages or binary, versions, advisory")
+        where = f"{where} ({row.get('id', 'no id')})"
+        if sorted(set(row) - _ROW_KEYS):
+            raise ValueError(f"{where}: unknown keys {sorted(set(row) - _ROW_KEYS)} (known: {sorted(_ROW_KEYS)})")
+        packages, versions, fixed = row.get("packages") or [], row.get("versions"), row.get("fixed") or []
+        if not isinstance(row.get("id"), str) or not isinstance(row.get("advisory"), str):
+            raise ValueError(f"{where}: `id` and `advisory` must be strings")
+        if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
+            raise ValueError(f"{where}: `packages` must be a list of package names")
+        if not packages and not isinstance(row.get("binary"), str):
+            raise ValueError(f"{where}: needs `packages` (names) or `binary` (a key binary's name)")
+        if isinstance(versions, str):
+            versions = [versions]
+        if not isinstance(versions, list) or not versions or not all(isinstance(v, str) for v in versions):
+            raise ValueError(f"{where}: `versions` must be a constraint (`< 1.1.12`) or a list of them")
+        if not isinstance(fixed, list) or not all(isinstance(v, str) for v in fixed):
+            raise ValueError(f"{where}: `fixed` must be a list of package versions")
+        refs = row.get("refs") or []
+        if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+            raise ValueError(f"{where}: `refs` must be a list of URLs")
+        try:
+            for constraint in versions:
+                parse_constraint(constraint)
+        except VersionError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        out.append({**row, "packages": packages, "binary": row.get("binary"), "versions": versions, "fixed": fixed,
+                    "refs": refs})
+    return out
+
+
+def _match(found: dict[tuple[str, str], dict[str, Any]], row: dict[str, Any], manager: Any, package: str,
+           version: Any, where: dict[str, Any]) -> None:
+    """Record `package` `version` under `row` when the row's versions take it and no `fixed` build covers it;
+    a binary's name and path join the package's match."""
+    if not isinstance(version, str) or not isinstance(manager, str):
+        return
+    key = (package, version)
+    match = found.get(key)
+    if match is None or row["id"] not in {r["id"] for r in match["rows"]}:
+        try:
+            hit = matches_any(manager, version, row["versions"])
+            if hit is None or backported(manager, version, row["fixed"]) is not None:
+                return
+        except VersionError as exc:
+            raise ValueError(f"{package} {version}: {exc}") from None
+        if match is None:
+            match = found[key] = {"package": package, "version": version, "manager": manager, "arch": None,
+                                  "binary": None, "path": None, "rows": [], "advisory": "", "refs": []}
+        match["rows"].append({"id": row["id"], "versions": hit, "advisory": row["advisory"]})
+        match["advisory"] = "; ".join(r["advisory"] for r in match["rows"])
+        match["refs"] = list(dict.fromkeys([*match["refs"], *row["refs"]]))
+    match.update({k: v for k, v in where.items() if v is not None})
 
 
 OPTIONS = jmespath.Options(custom_functions=RuleFunctions())
