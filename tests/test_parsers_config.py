@@ -220,3 +220,12 @@ def test_the_probe_reads_the_declared_files() -> None:
     assert " ".join(UNIT_DIRS) in " ".join(text[text.index("for _u in kubelet"):].replace("\\\n", " ").split()[:20])
     declared = {kind: list(patterns) for kind, patterns in FILES if kind != "unit"}
     assert probe == declared
+
+
+def test_a_hostile_kubelet_yaml_stays_small_and_fast() -> None:
+    """Nested aliases (a "billion laughs" in a 1 KB file) never become text: only scalar settings are kept."""
+    laughs = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    laughs += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    text = "\n".join([*laughs, "cgroupDriver: *a8", "systemReserved: {memory: *a8, cpu: 100m}", "resolvConf: *a8"])
+    got = config(block("kubelet", "/var/lib/kubelet/config.yaml", text))["kubelet"]
+    assert (got["cgroup_driver"], got["resolv_conf"], got["system_reserved"]) == (None, None, {"cpu": "100m"})

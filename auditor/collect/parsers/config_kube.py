@@ -11,7 +11,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from ..config_files import KUBELET_DEFAULTS
-from .config_text import File, as_text, boolean, deep_merge, dig, json_doc, toml_doc, yaml_doc
+from .config_text import SCALARS, File, as_text, boolean, deep_merge, dig, json_doc, toml_doc, yaml_doc
 
 
 # --- containerd ------------------------------------------------------------------------------------------
@@ -159,7 +159,10 @@ def _map_flag(value: str | None, sep: str = "=") -> dict[str, str] | None:
 
 
 def _plain_map(value: Any) -> dict[str, str] | None:
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else None
+    """A mapping of scalar settings (`memory: 1Gi`) as text; entries that are not scalars are left out."""
+    if not isinstance(value, dict):
+        return None
+    return {str(k): str(v) for k, v in value.items() if isinstance(k, SCALARS) and isinstance(v, SCALARS)}
 
 
 def kubelet(files: list[File], flag: dict[str, str]) -> dict[str, Any]:

@@ -158,5 +158,9 @@ def yaml_doc(f: File) -> Any:
         return None
 
 
+SCALARS = (str, int, float, bool)
+
+
 def as_text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None if value is None else str(value)
+    """A scalar setting as text; None for anything else (a YAML alias can make a list whose text is huge)."""
+    return str(value) if isinstance(value, SCALARS) else None
