@@ -2,8 +2,10 @@
 value − median ≥ min_delta, groups of at least min_hosts hosts with a number), and the built-in rule
 `fleet.dying-memcgs-outlier-in-az` on snapshots recorded from the real fleet with cgroups from real captures.
 
-No fleet test: the main fleet's hosts share one cgroup-v1 kernel, so their dying memcg counts are one
-host-wide number (a uniform AZ, never an outlier); the per-host v2 counts need the trixie fleet.
+On the real fleet (test at the end): the main fleet's hosts share one cgroup-v1 kernel, so at any instant
+their dying memcg counts are one host-wide number — real dying memcgs make every host of the AZ high and
+none an outlier. A leaking host is shown with real snapshots taken apart in time: its peers' before the
+leak, its own after it (per-host v2 counts would need the trixie fleet, whose base root is not built here).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import copy
 import io
 import json
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from auditor.cli import main
 from auditor.context import Env
@@ -28,6 +32,7 @@ from auditor.judge.engine import Judge
 from auditor.judge.rules import load_rules
 from auditor.judge.stage import JudgePlan
 from auditor.models import Finding
+from tests.fleet import Fleet, memcg
 from tests.test_fleet_rules import host
 from tests.test_rules_builtin import recorded
 
@@ -331,3 +336,55 @@ def test_a_malformed_outlier_block_exits_2_naming_file_and_line(tmp_path: Path, 
     assert message in err, err
     with pytest.raises(InputError, match=re.escape(message)):
         load_rules([tmp_path], builtin=False)
+
+
+# -- on the real fleet ---------------------------------------------------------------------------------------
+
+AZ_A = ("golden", "a1", "a2", "a3")
+
+
+def _collect(inventory: Path, out: Path) -> dict[str, int]:
+    code, _, err = run("collect", "-i", str(inventory), "-o", str(out))
+    assert code == 0, err
+    return {n: json.loads((out / f"{n}.json").read_text())["facts"]["cgroups"]["memory"]["dying"] for n in AZ_A}
+
+
+def _analyze(snaps: Path, out: Path) -> list[dict[str, Any]]:
+    code, _, err = run("analyze", str(snaps), "--no-store", "--format", "json", "--out", str(out))
+    assert code in (0, 1), err
+    return list(json.loads((out / "report.json").read_text())["findings"])
+
+
+@pytest.mark.fleet
+@pytest.mark.kernel
+def test_real_dying_memcgs_host_wide_are_no_outlier_and_the_leaking_host_against_its_peers_is(
+        fleet: Fleet, tmp_path: Path) -> None:
+    reason = memcg.available()
+    if reason:
+        pytest.skip(reason)
+    inv = yaml.safe_load(Path(fleet.inventory_path).read_text())
+    inv["hosts"] = [h for h in inv["hosts"] if h["name"] in AZ_A]
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(yaml.safe_dump(inv))
+    before = _collect(inventory, tmp_path / "before")
+    quiet = sorted(before.values())[1]  # the peers' median (the machine's count now, whatever other runs left)
+    n = max(1200, 10 * quiet + 1200)  # above 10× the median and min_delta (1,000) above it, with room
+    if memcg.memory_num_cgroups() + n >= memcg.MEMCG_ID_LIMIT - 1000:
+        pytest.skip(f"{n} more memcgs would near the kernel's memcg id limit")
+    with memcg.DyingMemcgs() as batch:
+        assert batch.make(n) >= n - 50
+        after = _collect(inventory, tmp_path / "after")
+    assert all(after[h] - before[h] >= n - 50 for h in AZ_A), (before, after)
+    # at one instant the count is the kernel's: every host of the AZ is high, none above its peers
+    found = _analyze(tmp_path / "after", tmp_path / "out-after")
+    assert {f["host"] for f in found if f["rule"].startswith("cgroups.dying-memcgs")} == set(AZ_A)
+    assert [f for f in found if f["rule"] == RULE] == []
+    # a3 after the leak among its peers before it: the outlier, with its real count and their median
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for h in AZ_A:
+        (mixed / f"{h}.json").write_text((tmp_path / ("after" if h == "a3" else "before") / f"{h}.json").read_text())
+    [f] = [f for f in _analyze(mixed, tmp_path / "out-mixed") if f["rule"] == RULE]
+    median = statistics.median([before["golden"], before["a1"], before["a2"], after["a3"]])
+    assert f["host"] == "a3" and f["evidence"]["value"] == after["a3"] and f["evidence"]["count"] == 4
+    assert f["evidence"]["median"] == median and f["evidence"]["group"] == "us-east-1a"
