@@ -6,11 +6,19 @@ machine-id, duplicate host names. `agree: PATH, within: LABEL` flags, in each LA
 disagree, the hosts that do not hold the group's most common value (all of them on a tie). Findings are
 per host (so waivers, JUnit and `--fail-on` treat them like any other) and name every host of the group
 (the first MAX_NAMED; `count` is the whole group).
+
+`outlier: PATH, within: LABEL` flags, in each LABEL group of at least `min_hosts` hosts with a number, every
+host whose value is above `factor` × the group's median AND at least `min_delta` above it (a median of 0
+makes any value a multiple of it: the floor keeps 3 among 0s quiet). A host without a number (null, not a
+finite number, beyond ±2^63: no counter is) takes no part. Each host keeps only its number and group; a
+finding names its group, value, median and host count, and the first MAX_NAMED outliers of its group.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +30,7 @@ from .rules import FleetSpec, Rule
 from .templates import render_title
 
 MAX_NAMED = 50  # host names carried in one finding (a baked AMI can make 10,000 hosts share one key)
+LIMIT = 2**63  # an `outlier` number beyond this is no counter (and a float product of it stays finite)
 
 
 def _name(snapshot: Snapshot) -> str:
@@ -48,13 +57,15 @@ def _group(spec: FleetSpec, snapshot: Snapshot) -> str | None:
     return None if value is None else str(value)
 
 
-def _finding(rule: Rule, snapshot: Snapshot, item: dict[str, Any], evidence: dict[str, Any]) -> Finding:
+def _finding(rule: Rule, snapshot: Snapshot, item: dict[str, Any], evidence: dict[str, Any],
+             label: str | None = None) -> Finding:
     title = render_title(rule.title, {
         "item": item, "facts": snapshot.get("facts"), "host": snapshot.get("host"), "labels": snapshot.get("labels"),
         "name": snapshot.get("name"), "params": rule.params, "evidence": evidence,
     }, rule.id)
     return Finding(host=_name(snapshot), rule=rule.id, severity=rule.severity, title=title,
-                   description=rule.description, remediation=rule.remediation, item=str(item["value"]),
+                   description=rule.description, remediation=rule.remediation,
+                   item=str(item["value"]) if label is None else label,
                    evidence=evidence, tags=rule.tags)
 
 
@@ -65,10 +76,12 @@ def _named(hosts: list[str]) -> list[str]:
 @dataclass(frozen=True, slots=True)
 class Taking:
     """What one host gives one fleet rule: its group (None: it has no value for `within`) and the distinct
-    values PATH gives on it. Worked out as each host is judged, so the fleet step only groups."""
+    values PATH gives on it (`outlier`: its number instead, None when it has none). Worked out as each
+    host is judged, so the fleet step only groups."""
 
     group: str | None
     values: tuple[str, ...]
+    number: int | float | None = None
 
 
 def read(rule: Rule, snapshot: Snapshot) -> Taking | None:
@@ -78,7 +91,18 @@ def read(rule: Rule, snapshot: Snapshot) -> Taking | None:
     if spec.where is not None and not _truthy(spec.where.search(snapshot, options=OPTIONS)):
         return None
     group = _group(spec, snapshot)
+    if spec.kind == "outlier":
+        return Taking(group, (), _number(spec.expr.search(snapshot, options=OPTIONS)) if group is not None else None)
     return Taking(group, tuple(_values(spec, snapshot)) if group is not None else ())
+
+
+def _number(value: object) -> int | float | None:
+    """A host's number for `outlier`: an int or a finite float within ±2^63 (every counter is), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value if -LIMIT <= value <= LIMIT else None
 
 
 def findings(rule: Rule, taking: list[tuple[Snapshot, Taking]]) -> list[Finding]:
@@ -87,6 +111,8 @@ def findings(rule: Rule, taking: list[tuple[Snapshot, Taking]]) -> list[Finding]
     where a finding names them: on a fleet of unique identities nothing is sorted but the groups."""
     spec = rule.fleet
     assert spec is not None
+    if spec.kind == "outlier":
+        return _outliers(rule, taking)
     groups: dict[str, dict[str, list[int]]] = {}  # group label value → fact value → positions in `taking`
     agree = spec.kind == "agree"
     for position, (_, took) in enumerate(taking):
@@ -129,6 +155,38 @@ def _off_majority(rule: Rule, taking: list[tuple[Snapshot, Taking]], by_value: d
                     "majority": majority, **context}
             out.append(_finding(rule, snaps[host], item, dict(item)))
     return out
+
+
+def _outliers(rule: Rule, taking: list[tuple[Snapshot, Taking]]) -> list[Finding]:
+    """`outlier`: a finding for each host far above its group's median (the module docstring)."""
+    spec = rule.fleet
+    assert spec is not None
+    groups: dict[str, tuple[list[int], list[int | float]]] = {}  # group → positions in `taking`, their numbers
+    for position, (_, took) in enumerate(taking):
+        if took.group is not None and took.number is not None:
+            at, numbers = groups.setdefault(took.group, ([], []))
+            at.append(position)
+            numbers.append(took.number)
+    out: list[Finding] = []
+    for group, (at, numbers) in sorted(groups.items()):
+        if len(at) < spec.min_hosts:
+            continue
+        median = _whole(statistics.median(numbers))
+        bar = spec.factor * median
+        named = {_name(taking[i][0]): (i, n) for i, n in zip(at, numbers, strict=True)
+                 if n > bar and n - median >= spec.min_delta}
+        context = {"within": spec.within, "group": group, "median": median, "count": len(at),
+                   "factor": spec.factor, "min_delta": spec.min_delta, "outliers": _named(list(named))}
+        for host in sorted(named):
+            i, number = named[host]
+            item = {"value": number, **context}
+            out.append(_finding(rule, taking[i][0], item, dict(item), group))
+    return out
+
+
+def _whole(median: float) -> float:
+    """The median as an int when it is whole (16, not 16.0, in a title)."""
+    return int(median) if isinstance(median, float) and median.is_integer() else median
 
 
 def _truthy(value: Any) -> bool:

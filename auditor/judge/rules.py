@@ -18,6 +18,7 @@ A pack file:
         title: "{{ item.count }} hosts share machine-id {{ item.value }}: {{ item.hosts | join(', ') }}"
         severity: high
         fleet: {unique: host.machine_id}          # or {agree: PATH, within: LABEL}; `where:` filters hosts
+        # or {outlier: PATH, within: LABEL, min_delta: N, factor: 10, min_hosts: 3}: a number far above its group's
 """
 
 from __future__ import annotations
@@ -55,13 +56,18 @@ FREE_ITEM = FactSpec("item", "map")
 class FleetSpec:
     """A fleet rule's test over all hosts of a scan (judge/fleet.py): `unique` — no value of `path` is held
     by two hosts (within one `within` label group when given); `agree` — every host of a `within` group
-    has the same value. `where`: only hosts where this JMESPath is true take part."""
+    has the same value; `outlier` — no host's number is above `factor` × its `within` group's median and
+    at least `min_delta` above it (groups of `min_hosts` hosts with a number or more). `where`: only hosts
+    where this JMESPath is true take part."""
 
-    kind: str  # unique | agree
+    kind: str  # unique | agree | outlier
     path: str
     expr: Any  # compiled JMESPath of `path`
     within: str | None
     where: Any | None
+    factor: float = 10.0  # outlier only
+    min_delta: float = 0.0
+    min_hosts: int = 3
 
 
 @dataclass(frozen=True)
@@ -245,6 +251,7 @@ class _Match:
     item_expr: Any | None = None
     fleet: FleetSpec | None = None
     evidence: list[tuple[str, Any]] = field(default_factory=list)
+    shown: Reads = field(default_factory=Reads)  # what the title and link read
 
 
 def _compile_rule(node: LineDict, pack: Pack) -> Rule:
@@ -259,6 +266,11 @@ def _compile_rule(node: LineDict, pack: Pack) -> Rule:
     if reads.whole_facts or "*" in reads.roots:
         areas |= set(fact_tree().children["facts"].children)
     shapes = area_shapes(reads.paths, reads.bases, areas, reads.whole_facts or "*" in reads.roots)
+    if m.fleet is not None and m.fleet.kind == "outlier":  # a host's per-host number is kept in its fleet.Taking:
+        # the core keeps of the host only what the title reads, not a copy of the number in a slice per host
+        shown = m.shown
+        whole = shown.whole_facts or "*" in shown.roots
+        shapes = area_shapes(shown.paths, shown.bases, areas if whole else set(shown.areas), whole)
     leads_to = node.get("leads_to") or LineList()
     return Rule(
         id=node["id"], pack=pack.name, severity=node["severity"], name=_text(node, "name", node["title"].strip()),
@@ -317,6 +329,7 @@ def _compile_template(node: LineDict, key: str, pack: Pack, m: _Match, evidence:
         raise InputError(str(exc).replace("title template", f"{key} template"), pack.source,
                          _title_line(pack.source, node, key, exc)) from None
     m.reads.merge(r)
+    m.shown.merge(r)
     return template
 
 
@@ -360,15 +373,25 @@ def _root_keys(reads: Reads) -> dict[str, tuple[str, ...]]:
 
 
 def _compile_fleet(spec: LineDict, pack: Pack) -> tuple[FleetSpec, Reads]:
-    """`fleet: {unique: PATH [, within: LABEL]}` or `{agree: PATH, within: LABEL}` (+ optional `where`)."""
-    kind = "unique" if "unique" in spec else "agree"  # the schema allows exactly one, and `agree` with `within`
+    """`fleet: {unique: PATH [, within: LABEL]}`, `{agree: PATH, within: LABEL}` or `{outlier: PATH, within:
+    LABEL, min_delta: N [, factor: N, min_hosts: N]}` (+ optional `where`)."""
+    # the schema allows exactly one kind, `within` with `agree` and `outlier`, the numbers only with `outlier`
+    kind = next(k for k in ("unique", "agree", "outlier") if k in spec)
     within = spec.get("within")
-    expr, _, reads = _compile_expr(spec[kind], kind, spec, pack, None)
+    expr, result, reads = _compile_expr(spec[kind], kind, spec, pack, None)
+    if kind == "outlier" and result is not None and result.type not in ("integer", "number"):
+        raise InputError(f"outlier: {spec[kind]} is {_a_type(result.type)}, not a number (an integer or number "
+                         "fact, or an expression giving one)", pack.source, spec.line_of(kind))
     cond = None
     if "where" in spec:
         cond, _, r = _compile_expr(spec["where"], "where", spec, pack, None)
         reads.merge(r)
-    return FleetSpec(kind, str(spec[kind]), expr, within, cond), reads
+    numbers = {k: spec[k] for k in ("factor", "min_delta", "min_hosts") if k in spec}
+    return FleetSpec(kind, str(spec[kind]), expr, within, cond, **numbers), reads
+
+
+def _a_type(name: str) -> str:
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
 
 
 def load_rules(dirs: Iterable[str | Path] = (), builtin: bool = True,
