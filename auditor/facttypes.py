@@ -507,6 +507,7 @@ class Proc(TypedDict, total=False):
     clocksources_available: list[str | None] | None
     arp_entries: int | None
     ntp_synchronized: bool | None
+    ntp_source: str | None
     reboot_required: bool | None
     reboot_required_pkgs: list[str | None] | None
     threads: int | None

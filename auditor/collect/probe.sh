@@ -759,11 +759,19 @@ s_proc() {
   kv clocksource catf /sys/devices/system/clocksource/clocksource0/current_clocksource
   kv clocksources catf /sys/devices/system/clocksource/clocksource0/available_clocksource
   ck "read /proc/net/arp" awk 'END { print "arp_entries=" (NR > 0 ? NR - 1 : 0) }' /proc/net/arp && printf '%s\n' "$CAP"
-  if booted && has timedatectl; then
-    # `show` needs systemd >= 239; `status` says it on every release (219: "NTP synchronized: yes")
-    ck "timedatectl status" T 3 timedatectl status &&
-      printf '%s\n' "$CAP" | awk -F': *' 'tolower($1) ~ /(ntp|system clock) synchronized$/ { print "ntp_synchronized=" $2; n++; exit }
-        END { if (!n) print "ntp_synchronized=unreadable" }'
+  # Clock sync as the time daemons say it, asking none that is not running (timedatectl would start
+  # systemd-timedated, which the next scan would see): timesyncd's flag file (systemd >= 239), else chronyc.
+  if [ -e /run/systemd/timesync/synchronized ]; then
+    printf 'ntp_source=timesyncd\nntp_synchronized=yes\n'
+  elif has chronyc; then
+    cap T 3 chronyc -n tracking
+    case $CAP_RC:$CAP_ERR:$CAP in
+      0:*) echo ntp_source=chrony
+           printf '%s\n' "$CAP" | awk -F': *' '$1 ~ /^Leap status/ { print "ntp_synchronized=" ($2 ~ /Not synchronised/ ? "no" : "yes"); n++; exit }
+             END { if (!n) print "ntp_synchronized=unreadable" }' ;;
+      *"Cannot talk to daemon"*) ;;  # chrony installed, chronyd not running: nothing to ask, an answer
+      *) fail "chronyc tracking" ;;
+    esac
   fi
   [ -e /var/run/reboot-required ] && echo reboot_required=1
   [ -f /var/run/reboot-required.pkgs ] && ck "read reboot-required.pkgs" head -c 1024 /var/run/reboot-required.pkgs &&

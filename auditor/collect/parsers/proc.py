@@ -24,7 +24,7 @@ def parse_proc(text: str) -> dict[str, Any]:
     if threads is None:
         raise UnparsableOutput("proc section: no thread count")
     if state.get("ntp_synchronized") == "unreadable":
-        raise UnparsableOutput("timedatectl status printed no `System clock synchronized:` line")
+        raise UnparsableOutput("chronyc tracking printed no `Leap status` line")
     pkgs = [line.split("=", 1)[1] for line in parts["state"].splitlines() if line.startswith("reboot_pkg=")]
     return {
         "swaps": [ln.strip() for ln in parts["swaps"].splitlines() if ln.strip()],
@@ -32,6 +32,7 @@ def parse_proc(text: str) -> dict[str, Any]:
         "clocksources_available": (state.get("clocksources") or "").split(),
         "arp_entries": to_int(state.get("arp_entries")),
         "ntp_synchronized": boolean(state.get("ntp_synchronized")) if "ntp_synchronized" in state else None,
+        "ntp_source": state.get("ntp_source") or None,
         "reboot_required": state.get("reboot_required") == "1",
         "reboot_required_pkgs": pkgs,
         "threads": threads,
