@@ -33,6 +33,16 @@ KERNEL_LOG_EVENTS: dict[str, re.Pattern[str]] = {
     "oom_kill": re.compile(r"[Oo]ut of memory(?: \([a-z_]+\))?: Kill(?:ed)? process"),
     "soft_lockup": re.compile(r"soft lockup"),
     "hung_task": re.compile(r"hung_task|blocked for more than"),
+    # a cgroup's pids.max refused a fork (`cgroup: fork rejected by pids controller in /system.slice/x.service`)
+    "pids_fork_rejected": re.compile(r"fork rejected by pids controller"),
+    # the system-wide file handle table is full (`VFS: file-max limit N reached`)
+    "file_max_reached": re.compile(r"VFS: file-max limit \d+ reached"),
+    # filesystem failures: ext4 errors, the read-only remount that follows (errors=remount-ro), an XFS
+    # shutdown (`XFS (dm-4): I/O Error Detected. Shutting down filesystem`), block-layer I/O errors
+    "ext4_error": re.compile(r"EXT4-fs error"),
+    "fs_remounted_read_only": re.compile(r"Remounting filesystem read-only"),
+    "xfs_shutdown": re.compile(r"XFS .*Shutting down filesystem"),
+    "buffer_io_error": re.compile(r"Buffer I/O error"),
 }
 
 
