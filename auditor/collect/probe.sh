@@ -752,6 +752,10 @@ s_gpu() {
   return 0
 }
 
+ntp_state() { # ntp_state < `timedatectl status`: its sync line on every release (219 "NTP synchronized: yes")
+  awk -F': *' 'tolower($1) ~ /(ntp|system clock) synchronized$/ { print "ntp_synchronized=" $2; exit }'
+}
+
 s_proc() {
   echo '--- swaps'
   ck "cat /proc/swaps" catf /proc/swaps && printf '%s\n' "$CAP" | awk 'NR > 1 && NF { print $1 }'
@@ -762,7 +766,7 @@ s_proc() {
   if booted && has timedatectl; then
     # `show` needs systemd >= 239; `status` says it on every release (219: "NTP synchronized: yes")
     ck "timedatectl status" T 3 timedatectl status &&
-      printf '%s\n' "$CAP" | awk -F': *' 'tolower($1) ~ /(ntp|system clock) synchronized$/ { print "ntp_synchronized=" $2; exit }'
+      printf '%s\n' "$CAP" | ntp_state
   fi
   [ -e /var/run/reboot-required ] && echo reboot_required=1
   [ -f /var/run/reboot-required.pkgs ] && ck "read reboot-required.pkgs" head -c 1024 /var/run/reboot-required.pkgs &&
