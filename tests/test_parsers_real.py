@@ -25,6 +25,7 @@ from auditor.collect.parsers.ecs import parse_ecs
 from auditor.collect.parsers.identity import parse_host
 from auditor.collect.parsers.kernel import parse_kernel
 from auditor.collect.parsers.network import parse_kernel_log, parse_network
+from auditor.collect.parsers.proc import parse_proc
 from auditor.collect.parsers.os_release import parse_os
 from auditor.collect.parsers.systemd import parse_journal_restarts, parse_systemd, parse_unit_files, parse_version
 from auditor.collect.sections import Section
@@ -102,9 +103,14 @@ FEEDS: dict[str, Callable[[str], Any]] = {
     # one ecs-init.log through the probe's ecs_exits, no ecs.config, no docker
     "ecs_init_log": lambda raw: parse_ecs("config_present=0\nlog=/var/log/ecs/ecs-init.log "
                                           + probe_filter("ecs_exits", raw)),
+    # `timedatectl status` through the probe's ntp_state; `cat current_clocksource available_clocksource`
+    "proc_timedatectl": lambda raw: parse_proc(f"--- swaps\n--- state\n{probe_filter('ntp_state', raw)}"
+                                               "--- tasks\nthreads=0\n"),
+    "proc_clocksource": lambda raw: parse_proc("--- swaps\n--- state\nclocksource={}\nclocksources={}\n--- tasks\n"
+                                               "threads=0\n".format(*(raw.splitlines() + ["", ""])[:2])),
 }
 # Areas where fewer than three real captures were found (INDEX.md says where the search went).
-FEWER_THAN_THREE = {"systemd_show", "identity_cloudinit"}
+FEWER_THAN_THREE = {"systemd_show", "identity_cloudinit", "proc_clocksource"}
 CAPTURES = sorted(REAL.glob("*/*.txt"))
 
 
