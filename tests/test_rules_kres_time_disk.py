@@ -37,8 +37,11 @@ from tests.test_parsers_real import REAL, facts_of
 
 PACKS = ("kres.", "time.", "disk.")
 ZOMBIE_UNIT = "zombie-maker.service"
-ZOMBIE_EXEC = "/bin/sh -c 'i=0; while [ $i -lt 600 ]; do sh -c :& i=$((i+1)); done; exec sleep infinity'"
+# The children must outlive the exec: dash reaps background jobs that end while its loop still runs (`sh -c :&`
+# left 29 zombies of 600), so each sleeps a little and exits under `sleep infinity`, which never waits.
+ZOMBIE_EXEC = "/bin/sh -c 'i=0; while [ $i -lt 600 ]; do sleep 3 & i=$((i+1)); done; exec sleep infinity'"
 TIMESYNCD = "systemd-timesyncd.service"
+CHRONY = "chrony.service"  # the fleet's minbase root has no timesyncd binary: the fix is a chrony unit
 
 
 def findings(snap: dict[str, Any], *sets: str) -> dict[str, list[Any]]:
@@ -245,7 +248,7 @@ class B3:
         self.created: list[Path] = []
         self.pid_max_before: str | None = None
         self.timesyncd_mask = self.root / "etc/systemd/system" / TIMESYNCD
-        self.timesyncd_wants = self.root / "etc/systemd/system/sysinit.target.wants" / TIMESYNCD
+        self.chrony_wants = self.root / "etc/systemd/system/multi-user.target.wants" / CHRONY
 
     def sh(self, script: str, check: bool = True) -> str:
         return self.fleet.exec("b3", ["sh", "-c", script], timeout=60, check=check).stdout
@@ -305,7 +308,7 @@ class B3:
         facts["swappiness"] = "7" if live != "7" else "8"
         self.write("etc/sysctl.d/90-swappiness.conf", f"vm.swappiness = {facts['swappiness']}\n")
         # no time sync daemon: the fleet's base root masks timesyncd already (checked, not assumed)
-        assert os.readlink(self.timesyncd_mask) == "/dev/null" and not self.timesyncd_wants.is_symlink()
+        assert os.readlink(self.timesyncd_mask) == "/dev/null" and not self.chrony_wants.is_symlink()
         # /var/log on a 4 MB filesystem 90 % full; the runtime's state on one out of inodes
         self.sh("mount -t tmpfs -o size=4m tmpfs /var/log")
         self.mounts.append("/var/log")
@@ -324,9 +327,11 @@ class B3:
         (self.root / "etc/sysctl.d/60-inotify.conf").write_text(
             "fs.inotify.max_user_instances = 8192\nfs.inotify.max_user_watches = 524288\n")
         (self.root / "etc/sysctl.d/90-swappiness.conf").write_text(f"vm.swappiness = {swappiness_live}\n")
-        self.timesyncd_mask.unlink()  # unmask and enable
-        self.timesyncd_wants.parent.mkdir(exist_ok=True)
-        os.symlink(f"/lib/systemd/system/{TIMESYNCD}", self.timesyncd_wants)
+        # a sync daemon enabled as its package enables it (not started: the clock is this machine's)
+        self.write(f"etc/systemd/system/{CHRONY}", "[Unit]\nDescription=chrony, an NTP client/server\n"
+                   "[Service]\nExecStart=/usr/sbin/chronyd -F 1\n[Install]\nWantedBy=multi-user.target\n")
+        os.symlink(f"/etc/systemd/system/{CHRONY}", self.chrony_wants)
+        self.created.append(self.chrony_wants)
         self.sh("systemctl daemon-reload")
         self.sh("rm -f /var/log/app.log /var/lib/containerd/snapshot-*")
 
@@ -337,21 +342,17 @@ class B3:
         for point in reversed(self.mounts):
             self.sh(f"umount {point}")
         for path in reversed(self.created):
-            if path.is_dir():
-                path.rmdir()
-            elif path.exists():
+            if path.is_symlink() or path.is_file():
                 path.unlink()
-        if self.timesyncd_wants.is_symlink():
-            self.timesyncd_wants.unlink()
-        if not self.timesyncd_mask.is_symlink():
-            os.symlink("/dev/null", self.timesyncd_mask)
+            elif path.is_dir():
+                path.rmdir()
         self.sh("systemctl daemon-reload")
 
 
 def state_of(root: Path) -> dict[str, str]:
     """What the test touches on b3, as the host sees it."""
-    paths = [f"etc/systemd/system/{ZOMBIE_UNIT}", f"etc/systemd/system/{TIMESYNCD}",
-             f"etc/systemd/system/sysinit.target.wants/{TIMESYNCD}", "usr/local/bin/containerd",
+    paths = [f"etc/systemd/system/{ZOMBIE_UNIT}", f"etc/systemd/system/{TIMESYNCD}", f"etc/systemd/system/{CHRONY}",
+             "etc/systemd/system/multi-user.target.wants", "usr/local/bin/containerd",
              "etc/sysctl.d", "var/lib/containerd", "var/log"]
     out = {}
     for rel in paths:
