@@ -9,7 +9,7 @@ from auditor.collect.probe import probe_script
 
 _MAIN = "\ncpu_begin\nrun meta s_meta\n"  # where the probe's definitions end and its run begins
 FILTERS = ("restart_tally", "dpkg_owner_of", "info_lines", "stat_lines", "trouble_lines", "meminfo_kv",
-           "ecs_exits")
+           "ecs_exits", "chrony_state")
 
 
 def probe_filter(name: str, text: str) -> str:

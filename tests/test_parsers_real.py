@@ -26,6 +26,7 @@ from auditor.collect.parsers.identity import parse_host
 from auditor.collect.parsers.kernel import parse_kernel
 from auditor.collect.parsers.network import parse_kernel_log, parse_network
 from auditor.collect.parsers.os_release import parse_os
+from auditor.collect.parsers.proc import parse_proc
 from auditor.collect.parsers.systemd import parse_journal_restarts, parse_systemd, parse_unit_files, parse_version
 from auditor.collect.sections import Section
 from tests.probe_shell import probe_filter
@@ -102,9 +103,14 @@ FEEDS: dict[str, Callable[[str], Any]] = {
     # one ecs-init.log through the probe's ecs_exits, no ecs.config, no docker
     "ecs_init_log": lambda raw: parse_ecs("config_present=0\nlog=/var/log/ecs/ecs-init.log "
                                           + probe_filter("ecs_exits", raw)),
+    # `chronyc tracking` through the probe's chrony_state; `cat current_clocksource available_clocksource`
+    "proc_chronyc": lambda raw: parse_proc(f"--- swaps\n--- state\n{probe_filter('chrony_state', raw)}"
+                                               "--- tasks\nthreads=0\n"),
+    "proc_clocksource": lambda raw: parse_proc("--- swaps\n--- state\nclocksource={}\nclocksources={}\n--- tasks\n"
+                                               "threads=0\n".format(*(raw.splitlines() + ["", ""])[:2])),
 }
 # Areas where fewer than three real captures were found (INDEX.md says where the search went).
-FEWER_THAN_THREE = {"systemd_show", "identity_cloudinit"}
+FEWER_THAN_THREE = {"systemd_show", "identity_cloudinit", "proc_clocksource", "proc_chronyc"}
 CAPTURES = sorted(REAL.glob("*/*.txt"))
 
 

@@ -752,6 +752,11 @@ s_gpu() {
   return 0
 }
 
+chrony_state() { # chrony_state < `chronyc tracking`: `ntp_synchronized=yes|no` from its Leap status line
+  awk -F': *' '$1 ~ /^Leap status/ { print "ntp_synchronized=" ($2 ~ /Not synchronised/ ? "no" : "yes"); n++; exit }
+    END { if (!n) print "ntp_synchronized=unreadable" }'
+}
+
 s_proc() {
   echo '--- swaps'
   ck "cat /proc/swaps" catf /proc/swaps && printf '%s\n' "$CAP" | awk 'NR > 1 && NF { print $1 }'
@@ -766,9 +771,7 @@ s_proc() {
   elif has chronyc; then
     cap T 3 chronyc -n tracking
     case $CAP_RC:$CAP_ERR:$CAP in
-      0:*) echo ntp_source=chrony
-           printf '%s\n' "$CAP" | awk -F': *' '$1 ~ /^Leap status/ { print "ntp_synchronized=" ($2 ~ /Not synchronised/ ? "no" : "yes"); n++; exit }
-             END { if (!n) print "ntp_synchronized=unreadable" }' ;;
+      0:*) echo ntp_source=chrony; printf '%s\n' "$CAP" | chrony_state ;;
       *"Cannot talk to daemon"*) ;;  # chrony installed, chronyd not running: nothing to ask, an answer
       *) fail "chronyc tracking" ;;
     esac

@@ -39,6 +39,16 @@ KERNEL_LOG_EVENTS: dict[str, re.Pattern[str]] = {
     "unregister_netdevice_waiting": re.compile(r"unregister_netdevice: waiting for"),
     # `neighbour: arp_cache: neighbor table overflow!` (4.x+), `ipv4: Neighbour table overflow.` (older)
     "neighbor_table_overflow": re.compile(r"neighbou?r table overflow", re.IGNORECASE),
+    # a cgroup's pids.max refused a fork (`cgroup: fork rejected by pids controller in /system.slice/x.service`)
+    "pids_fork_rejected": re.compile(r"fork rejected by pids controller"),
+    # the system-wide file handle table is full (`VFS: file-max limit N reached`)
+    "file_max_reached": re.compile(r"VFS: file-max limit \d+ reached"),
+    # filesystem failures: ext4 errors, the read-only remount that follows (errors=remount-ro), an XFS
+    # shutdown (`XFS (dm-4): I/O Error Detected. Shutting down filesystem`), block-layer I/O errors
+    "ext4_error": re.compile(r"EXT4-fs error"),
+    "fs_remounted_read_only": re.compile(r"Remounting filesystem read-only"),
+    "xfs_shutdown": re.compile(r"XFS .*Shutting down filesystem"),
+    "buffer_io_error": re.compile(r"Buffer I/O error"),
 }
 
 
