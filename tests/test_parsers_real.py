@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from auditor.collect.parsers.identity import parse_host
 from auditor.collect.parsers.kernel import parse_kernel
 from auditor.collect.parsers.network import parse_kernel_log, parse_network
 from auditor.collect.parsers.os_release import parse_os
+from auditor.collect.parsers.proc import parse_proc
+from auditor.collect.probe import probe_script
 from auditor.collect.parsers.systemd import parse_journal_restarts, parse_systemd, parse_unit_files, parse_version
 from auditor.collect.sections import Section
 from tests.probe_shell import probe_filter
@@ -84,6 +87,15 @@ def _proc_stat(raw: str) -> dict[str, Any]:
     return parse_cpu(f"ncpu=\nwindow_s=\n--- stat1\n{boot}--- stat2\n{raw}")
 
 
+def _swaps(raw: str) -> dict[str, Any]:
+    """/proc/swaps through the awk the probe's proc section pipes it into (taken from probe.sh), as the
+    section's `swaps` part."""
+    found = re.search(r"catf /proc/swaps && printf '%s\\n' \"\$CAP\" \| awk '([^']+)'", probe_script())
+    assert found, "the probe's /proc/swaps reading moved: update this feed"
+    names = subprocess.run(["awk", found.group(1)], input=raw, capture_output=True, text=True, check=True).stdout
+    return parse_proc(f"--- swaps\n{names}--- state\n--- tasks\nthreads=0\n")
+
+
 FEEDS: dict[str, Callable[[str], Any]] = {
     "systemd_unit_files": parse_unit_files,
     "systemd_journal": _journal,
@@ -102,6 +114,7 @@ FEEDS: dict[str, Callable[[str], Any]] = {
     # one ecs-init.log through the probe's ecs_exits, no ecs.config, no docker
     "ecs_init_log": lambda raw: parse_ecs("config_present=0\nlog=/var/log/ecs/ecs-init.log "
                                           + probe_filter("ecs_exits", raw)),
+    "proc_swaps": _swaps,  # /proc/swaps as kubelets that refused to start printed it
 }
 # Areas where fewer than three real captures were found (INDEX.md says where the search went).
 FEWER_THAN_THREE = {"systemd_show", "identity_cloudinit"}
