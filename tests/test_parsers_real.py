@@ -28,8 +28,8 @@ from auditor.collect.parsers.kernel import parse_kernel
 from auditor.collect.parsers.network import parse_kernel_log, parse_network
 from auditor.collect.parsers.os_release import parse_os
 from auditor.collect.parsers.proc import parse_proc
-from auditor.collect.probe import probe_script
 from auditor.collect.parsers.systemd import parse_journal_restarts, parse_systemd, parse_unit_files, parse_version
+from auditor.collect.probe import probe_script
 from auditor.collect.sections import Section
 from tests.probe_shell import probe_filter
 

@@ -11,7 +11,6 @@ import hashlib
 import io
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,8 @@ TRIGGERS: dict[str, str] = {
         "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
         "authentication:\n  anonymous:\n    enabled: false\n  webhook:\n    enabled: true\n"
         "cgroupDriver: systemd\nclusterDNS:\n- 10.96.0.10\nclusterDomain: cluster.local\n"
-        "containerRuntimeEndpoint: unix:///var/run/containerd/containerd.sock\nstaticPodPath: /etc/kubernetes/manifests\n"),
+        "containerRuntimeEndpoint: unix:///var/run/containerd/containerd.sock\n"
+        "staticPodPath: /etc/kubernetes/manifests\n"),
     # `containerd config default` before the systemd driver is switched on
     "etc/containerd/config.toml": (
         "version = 2\n\n[plugins]\n  [plugins.\"io.containerd.grpc.v1.cri\"]\n"
@@ -59,9 +59,10 @@ TRIGGERS: dict[str, str] = {
     # systemd-resolved's stub file (the fleet boots with --resolv-conf=off: the file is the host's own)
     "etc/resolv.conf": ("# This is /run/systemd/resolve/stub-resolv.conf managed by man:systemd-resolved(8).\n"
                         "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch ec2.internal\n"),
-    "etc/cni/net.d/10-aws.conflist": json.dumps({"cniVersion": "0.4.0", "name": "aws-cni", "disableCheck": True,
-                                                 "plugins": [{"type": "aws-cni", "name": "aws-cni"},
-                                                             {"type": "portmap", "capabilities": {"portMappings": True}}]}),
+    "etc/cni/net.d/10-aws.conflist": json.dumps({
+        "cniVersion": "0.4.0", "name": "aws-cni", "disableCheck": True,
+        "plugins": [{"type": "aws-cni", "name": "aws-cni"},
+                    {"type": "portmap", "capabilities": {"portMappings": True}}]}),
     CONTAINERD_UNIT: ("[Unit]\nDescription=containerd container runtime (stub)\nAfter=network.target\n\n"
                       "[Service]\nExecStart=/bin/sleep infinity\nDelegate=yes\nKillMode=process\n\n"
                       "[Install]\nWantedBy=multi-user.target\n"),
@@ -102,7 +103,8 @@ EKS_NODE: dict[str, str] = {
         "version = 2\nroot = \"/var/lib/containerd\"\nstate = \"/run/containerd\"\n\n[grpc]\n"
         "address = \"/run/containerd/containerd.sock\"\n\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
         "default_runtime_name = \"runc\"\ndiscard_unpacked_layers = true\n\n"
-        "[plugins.\"io.containerd.grpc.v1.cri\"]\nsandbox_image = \"602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/pause:3.5\"\n\n"
+        "[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+        "sandbox_image = \"602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/pause:3.5\"\n\n"
         "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\nruntime_type = \"io.containerd.runc.v2\"\n\n"
         "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\nSystemdCgroup = true\n"),
     "etc/resolv.conf": "nameserver 10.0.0.2\nsearch ec2.internal\n",
@@ -175,7 +177,8 @@ def test_static_triggers_fire_on_an_image_root_with_evidence_naming_files_and_va
     assert (fwd.evidence["declared"], fwd.evidence["declared_in"]) == ("0", "/etc/sysctl.d/99-hardening.conf")
     assert fwd.evidence["live"] is None and fwd.severity == "critical"  # an image has no live value
     [cg] = fired["k8s.cgroup-driver-mismatch"]
-    assert (cg.item, cg.evidence["kubelet_driver"], cg.evidence["runtime_driver"]) == ("containerd", "systemd", "cgroupfs")
+    assert (cg.item, cg.evidence["kubelet_driver"], cg.evidence["runtime_driver"]) == (
+        "containerd", "systemd", "cgroupfs")
     assert cg.evidence["runtime_config"] == "/etc/containerd/config.toml" and cg.evidence["runtime_setting"] is False
     assert cg.evidence["kubelet_config"] == "/var/lib/kubelet/config.yaml"
     [dns] = fired["k8s.coredns-loop-stub-resolver"]
@@ -191,7 +194,8 @@ def test_static_triggers_fire_on_an_image_root_with_evidence_naming_files_and_va
     assert ports.evidence["unreserved_ports"] == [2703, 9808, 9809, 10249, 10250, 10256, 61678, 61679]
     assert ports.evidence["covers_nodeports"] is True
     [reserve] = fired["k8s.no-resource-reservations"]
-    assert reserve.evidence["kubelet_config"] == "/var/lib/kubelet/config.yaml" and reserve.evidence["kube_reserved"] == {}
+    assert reserve.evidence["kubelet_config"] == "/var/lib/kubelet/config.yaml"
+    assert reserve.evidence["kube_reserved"] == reserve.evidence["system_reserved"] == {}
     [logs] = fired["k8s.container-log-rotation-missing"]
     assert (logs.evidence["daemon_json"], logs.evidence["log_driver"], logs.evidence["log_max_size"]) == (
         "/etc/docker/daemon.json", "json-file", None)
@@ -382,7 +386,8 @@ def test_fleet_host_a1_triggers_fire_with_evidence_and_fixes_clear_them(fleet, a
     [dns] = fired["k8s.coredns-loop-stub-resolver"]
     assert dns.evidence["nameservers"] == ["127.0.0.53"]
     ports = {f.item: f for f in fired["k8s.ports-not-reserved"]}
-    assert ports["declared"].evidence["range"] == [1024, 65000] and 10250 in ports["declared"].evidence["unreserved_ports"]
+    assert ports["declared"].evidence["range"] == [1024, 65000]
+    assert 10250 in ports["declared"].evidence["unreserved_ports"]
     [logs] = fired["k8s.container-log-rotation-missing"]
     assert logs.evidence["daemon_json"] == "/etc/docker/daemon.json"
     # the kubelet half of k8s.swap-enabled (failSwapOn unset) on this host, /proc/swaps from a real capture
