@@ -40,6 +40,7 @@ class Kernel(TypedDict, total=False):
     mem_total_kb: int | None
     nvidia_driver: str | None
     sysctls: dict[str, str | None] | None
+    sysctl_counters: dict[str, str | None] | None
     installed: list[KernelInstalledRow] | None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,31 @@ SEVERITIES = ("critical", "high", "medium", "low", "info")
 def severity_rank(severity: str) -> int:
     """Higher is worse: critical=4 … info=0."""
     return len(SEVERITIES) - 1 - SEVERITIES.index(severity)
+
+
+# A rule's public source (`refs:`): an http(s) URL of a host name and RFC 3986 characters, no user part, so it
+# is inert as an HTML attribute, a Markdown autolink and an ASFF field. The rule-pack and report schemas carry
+# this same pattern (tests/test_rule_refs.py checks they agree).
+REF_PATTERN = (r"^https?://[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?"
+               r"(?:[/?#][A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]*)?$")
+MAX_REF = 2048
+_REF = re.compile(REF_PATTERN)
+
+
+def is_ref(value: object) -> bool:
+    """An http(s) URL that every output may show as a link (REF_PATTERN, at most MAX_REF characters)."""
+    return isinstance(value, str) and len(value) <= MAX_REF and _REF.fullmatch(value) is not None
+
+
+def cited(rules: object) -> dict[str, list[str]]:
+    """Rule id → its sources, from a report document's `rules`: only what is_ref passes, whatever a saved
+    report holds (renderers and ASFF show these as links)."""
+    out: dict[str, list[str]] = {}
+    for rule in rules if isinstance(rules, list) else ():
+        refs = [u for u in rule.get("refs") or () if is_ref(u)] if isinstance(rule, dict) else []
+        if refs:
+            out[str(rule.get("id"))] = refs
+    return out
 
 
 @dataclass(frozen=True)

@@ -145,4 +145,7 @@ def test_live_probe_and_image_reader_agree_on_the_same_filesystem(fleet) -> None
     live_caches, off_caches = live_h.pop("package_caches"), off_h.pop("package_caches")
     assert [c["path"] for c in live_caches] == [c["path"] for c in off_caches]  # sizes: du vs st_blocks
     assert live_h == off_h and len(live_h["ssh_host_keys"]) == 3
+    # the configuration files (sysctl.d, apt, units, resolv.conf, …): one reading, live or offline
+    assert live["facts"]["config"] == offline["facts"]["config"] and live["facts"]["config"]["files"]
+    assert live["facts"]["kernel"]["installed"] == offline["facts"]["kernel"]["installed"]
     assert set(judge(live)) == set()

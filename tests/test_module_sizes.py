@@ -16,7 +16,9 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
 # module path (under auditor/) → why it is still longer
-MODULE_ALLOWLIST: dict[str, str] = {}
+MODULE_ALLOWLIST: dict[str, str] = {
+    "facttypes.py": "generated from collect/facts.yaml: one TypedDict per object and list row of the schema",
+}
 # "module path::qualified.name" → why it is still longer
 FUNCTION_ALLOWLIST: dict[str, str] = {}
 

@@ -10,6 +10,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+from auditor.models import is_ref
 from auditor.render.html_renderer import MAX_HOST_CLASSES, render
 
 DATA = Path(__file__).parent / "data" / "reports"
@@ -52,10 +53,14 @@ def test_self_contained_one_script_allowed_by_hash_no_external_fetch() -> None:
     page = Page(html)
     names = [t for t, _ in page.tags]
     assert names.count("script") == 1 and "link" not in names and "img" not in names and "iframe" not in names
-    for _, attrs in page.tags:
+    for tag, attrs in page.tags:
         for key in ("src", "href", "action"):
             value = attrs.get(key)
+            if tag == "a" and key == "href" and value and not value.startswith("#"):  # a rule's source: a link
+                assert is_ref(value) and attrs.get("rel") == "noopener noreferrer", value  # to follow, not a fetch
+                continue
             assert value is None or value.startswith("#"), (key, value)
+    assert sum(1 for t, a in page.tags if t == "a" and is_ref(a.get("href"))) >= 5  # the rules' sources
     assert not re.search(r"https?://(?!www\.w3\.org)", html.split("<main>")[0])  # head/header: no URLs
     csp = next(a["content"] for t, a in page.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
     digest = base64.b64encode(hashlib.sha256(page.scripts[0].encode()).digest()).decode()

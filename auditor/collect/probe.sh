@@ -611,7 +611,7 @@ s_kernel_log() {
 }
 
 trouble_lines() { # trouble_lines < kernel log: the newest 200 lines naming driver trouble
-  pat='NVRM: Xid|NVRM: GPU at [^ ]* has fallen off the bus|fallen off the bus|SXid|neighbou?r table overflow|unregister_netdevice: waiting for|nf_conntrack: table full|fork rejected by pids controller|VFS: file-max limit|Remounting filesystem read-only|EXT4-fs error|XFS .*Shutting down|Buffer I/O error|upper fs needs to support d_type|TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Resetting the device|Device reset completed|ena .*[Rr]eset|Found a Tx that wasn.t completed on time|lost tx completions is above the threshold|Lost TX completions are above the threshold|ena_com_wait_and_process_admin_cq|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
+  pat='NVRM: Xid|NVRM: GPU at [^ ]* has fallen off the bus|fallen off the bus|SXid|[Nn]eighbou?r table overflow|unregister_netdevice: waiting for|nf_conntrack: table full|fork rejected by pids controller|VFS: file-max limit|Remounting filesystem read-only|EXT4-fs error|XFS .*Shutting down|Buffer I/O error|upper fs needs to support d_type|TX q [0-9]* is paused|napi handler hasn.t been called|Keep alive watchdog timeout|Trigger reset is on|Reset the device|Resetting the device|Device reset completed|ena .*[Rr]eset|Found a Tx that wasn.t completed on time|lost tx completions is above the threshold|Lost TX completions are above the threshold|ena_com_wait_and_process_admin_cq|NETDEV WATCHDOG|[Oo]ut of memory[^:]*: Kill|soft lockup|hung_task|blocked for more than'
   grep -E "$pat" | tail -n 200
 }
 
@@ -762,7 +762,8 @@ s_proc() {
   if booted && has timedatectl; then
     # `show` needs systemd >= 239; `status` says it on every release (219: "NTP synchronized: yes")
     ck "timedatectl status" T 3 timedatectl status &&
-      printf '%s\n' "$CAP" | awk -F': *' 'tolower($1) ~ /(ntp|system clock) synchronized$/ { print "ntp_synchronized=" $2; exit }'
+      printf '%s\n' "$CAP" | awk -F': *' 'tolower($1) ~ /(ntp|system clock) synchronized$/ { print "ntp_synchronized=" $2; n++; exit }
+        END { if (!n) print "ntp_synchronized=unreadable" }'
   fi
   [ -e /var/run/reboot-required ] && echo reboot_required=1
   [ -f /var/run/reboot-required.pkgs ] && ck "read reboot-required.pkgs" head -c 1024 /var/run/reboot-required.pkgs &&
@@ -790,7 +791,7 @@ s_proc() {
       take(rec)
       print "threads=" threads + 0; print "processes=" procs + 0; print "zombies=" zombies + 0
       for (i = 1; i <= 3; i++) {
-        best = ""; for (pp in z) if (best == "" || z[pp] > z[best]) best = pp
+        best = ""; for (pp in z) if (best == "" || z[best] < z[pp]) best = pp
         if (best == "") break
         print "zombie_parent", best, z[best], (best in comm ? comm[best] : "?"); delete z[best]
       }

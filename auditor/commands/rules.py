@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _rows(ruleset: RuleSet) -> list[dict]:
     return [{"id": r.id, "severity": r.severity, "pack": r.pack, "title": r.name, "tags": list(r.tags),
-             "reads": sorted(f"facts.{a}" for a in r.areas), "source": f"{r.source}:{r.line}"}
+             "reads": sorted(f"facts.{a}" for a in r.areas), "source": f"{r.source}:{r.line}", "refs": list(r.refs)}
             for r in ruleset.rules]
 
 
@@ -58,6 +58,8 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
     width = max((len(r["id"]) for r in rows), default=10)
     for r in rows:
         env.out(f"{r['id']:<{width}}  {r['severity']:<8}  {r['title']}")
+        for ref in r["refs"]:  # its public sources, one a line under it
+            env.out(f"{'':<{width}}  source    {ref}")
     env.out(f"{len(rows)} rules in {listing.packs} packs")
     return 0
 

@@ -34,12 +34,13 @@ from .rulefiles import rule_files
 if TYPE_CHECKING:
     from ..options import RuleOptions
 
-ENTRY_SCHEMA = "ami-auditor/rules-list-cache/1"
+ENTRY_SCHEMA = "ami-auditor/rules-list-cache/2"  # 2: rows carry refs
 MAX_ENTRY_BYTES = 4 * 1024 * 1024
 KEEP = 32  # entries kept (newest first); older ones are removed when one is written
 PREFIX = "rules-list-"
-ROW_KEYS = ("id", "severity", "pack", "title", "tags", "reads", "source")  # commands/rules.py's row, in order
+ROW_KEYS = ("id", "severity", "pack", "title", "tags", "reads", "source", "refs")  # commands/rules.py's row, in order
 _STR_KEYS = ("id", "severity", "pack", "title", "source")
+_LIST_KEYS = ("tags", "reads", "refs")
 _PKG = Path(__file__).resolve().parent.parent
 # What validating and listing packs depends on besides the packs: a changed checkout invalidates the cache
 # even when the version number did not change.
@@ -170,7 +171,7 @@ def _checked(doc: Any, key: str) -> Listing | None:
             return None
         if not all(isinstance(row[k], str) for k in _STR_KEYS):
             return None
-        if not all(isinstance(row[k], list) and all(isinstance(v, str) for v in row[k]) for k in ("tags", "reads")):
+        if not all(isinstance(row[k], list) and all(isinstance(v, str) for v in row[k]) for k in _LIST_KEYS):
             return None
         out.append({k: row[k] for k in ROW_KEYS})  # the order commands/rules.py prints (--json)
     return Listing(out, packs)

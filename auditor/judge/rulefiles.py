@@ -36,6 +36,14 @@ def rule_files(dirs: Iterable[str | Path], builtin: bool = True) -> list[Path]:
     return out
 
 
+def builtin_files() -> set[Path]:
+    """The shipped packs, resolved: a pack read from there is built-in however it is named (`rules check rules/`)."""
+    try:
+        return {p.resolve() for p in rule_files([], builtin=True)}
+    except FileNotFoundError:  # installed without its rules/ data: no pack is built-in
+        return set()
+
+
 _KIND_TEXT = {"loop": "symlink loop (too many levels of symbolic links)", "dir": "a directory, not a regular file",
               "other": "not a regular file (a FIFO, device or socket)"}
 

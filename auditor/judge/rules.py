@@ -40,7 +40,7 @@ from ..yamlload import LineDict, LineList, load_yaml_file
 from .expansion import TooCostly, compile_bounded
 from .params import Override, coerce, plain, substitute
 from .paths import PathError, Reads, analyze, element, root_spec
-from .rulefiles import rule_files
+from .rulefiles import builtin_files, rule_files
 from .shapes import area_shapes
 from .templates import TemplateError, compile_title
 
@@ -93,6 +93,7 @@ class Rule:
     fleet: FleetSpec | None = None  # a fleet rule: evaluated over all snapshots of a scan, not per host
     root_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # root → the only keys read (host.az…)
     shapes: tuple[tuple[str, Any], ...] = ()  # (area, shape): the part of each area read (judge/shapes.py)
+    refs: tuple[str, ...] = ()  # public sources: http(s) URLs (the schema checks each; built-in rules need one)
 
 
 @dataclass
@@ -128,10 +129,13 @@ def _text(node: LineDict, key: str, default: str = "") -> str:
     return default if value is None else str(value)
 
 
-def _read_pack(path: Path) -> Pack:
+def _read_pack(path: Path, shipped: bool) -> Pack:
     doc = load_yaml_file(path)
     where = str(path)
     check(doc, PACK_FORM, where)  # the declared format first: every later step may trust the shapes
+    for node in doc["rules"] if shipped else ():  # a built-in rule cites its sources (the schema checks each URL)
+        if not node.get("refs"):
+            raise InputError(f"rule {node['id']!r}: a built-in rule needs `refs:` (public sources)", where, node.line)
     name = _text(doc, "pack", path.stem)
     if not ID_RE.match(name):  # the schema checks `pack:`; a name from the file name is checked here
         raise InputError(f"pack name {name!r} (from the file name) must be lower-case letters, digits, . _ -; "
@@ -260,16 +264,12 @@ def _compile_rule(node: LineDict, pack: Pack) -> Rule:
         id=node["id"], pack=pack.name, severity=node["severity"], name=_text(node, "name", node["title"].strip()),
         title=title, description=_text(node, "description").strip(), remediation=_text(node, "remediation").strip(),
         tags=tuple(node.get("tags") or ()), when=m.when, select=m.select, item_expr=m.item_expr,
-        item_key=_item_key(m.item_spec), evidence=tuple(m.evidence),
+        item_key=m.item_spec.key if m.item_spec is not None else None, evidence=tuple(m.evidence),
         areas=frozenset(areas), reads=_area_keys(reads, areas), shapes=shapes,
         roots=frozenset(reads.roots - {"facts", "item"}), params=dict(pack.params), source=pack.source,
         line=node.line, leads_to=tuple(leads_to), leads_to_lines=tuple(map(leads_to.line_of, range(len(leads_to)))),
-        link=link, fleet=m.fleet, root_keys=_root_keys(reads),
+        link=link, fleet=m.fleet, root_keys=_root_keys(reads), refs=tuple(node.get("refs") or ()),
     )
-
-
-def _item_key(spec: FactSpec | None) -> str | None:
-    return spec.key if spec is not None else None
 
 
 def _compile_conditions(node: LineDict, pack: Pack, m: _Match) -> None:
@@ -375,9 +375,10 @@ def load_rules(dirs: Iterable[str | Path] = (), builtin: bool = True,
                overrides: Iterable[Override] = ()) -> RuleSet:
     """Load, validate and compile rule packs; any problem is an InputError naming the file and line."""
     files = rule_files(dirs, builtin)
+    shipped = builtin_files()
     packs: dict[str, Pack] = {}
     for path in files:
-        pack = _read_pack(path)
+        pack = _read_pack(path, path.resolve() in shipped)
         if pack.name in packs:
             raise InputError(f"pack {pack.name!r} is already defined in {packs[pack.name].source}", pack.source,
                              pack.line)

@@ -51,7 +51,8 @@ def apply(plan: JudgePlan, report: Report, findings: list[Finding], labels: dict
     chain_position = positions(graph)
     report.rules = [{"id": r.id, "severity": r.severity, "title": r.name, "pack": r.pack, "tags": list(r.tags),
                      "source": r.source, "leads_to": list(r.leads_to), "chain_position": chain_position.get(r.id),
-                     "reads": [f"facts.{area}.{key}" if key else f"facts.{area}" for area, key in r.reads]}
+                     "reads": [f"facts.{area}.{key}" if key else f"facts.{area}" for area, key in r.reads],
+                     "refs": list(r.refs)}
                     for r in plan.ruleset.rules]
     report.chains = host_chains(report.findings, graph)
     report.notes.extend(notes)

@@ -4,6 +4,9 @@
 One document per finding identity (rule + host + item), with a deterministic `Id`, so a re-scan updates
 the finding in Security Hub instead of adding a copy. Host text is escaped (textsafe) and every string
 cut to the ASFF limits (Title 256, Description 1024, Recommendation 512, ProductFields values 2048).
+The rule's public sources (`refs`, from the report's rules): the first as `Remediation.Recommendation.Url`
+(a page about the problem and its fix), all of them in ProductFields `ami-auditor/refs`, whole URLs only
+(a cut URL would be a wrong link).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import json
 import re
 from typing import Any
 
+from ..models import cited, is_ref
 from ..textsafe import one_line
 
 SCHEMA_VERSION = "2018-10-08"
@@ -92,13 +96,26 @@ def resource(host: dict[str, Any] | None, name: str, region: str, account: str) 
             "Id": cut(host.get("target") or name, MAX_ID), "Details": {"Other": other}}
 
 
+def refs_field(refs: list[str]) -> str | None:
+    """The sources that fit whole in one ProductFields value, space-separated (None when there are none)."""
+    out: list[str] = []
+    for url in refs:
+        if len(" ".join([*out, url])) > MAX_FIELD_VALUE:
+            break
+        out.append(url)
+    return " ".join(out) or None
+
+
 def document(finding: dict[str, Any], host: dict[str, Any] | None, at: str, region: str,
-             account: str) -> dict[str, Any]:
-    """One ASFF finding. CreatedAt/FirstObservedAt: the store's first-seen time; waived: SUPPRESSED."""
+             account: str, refs: list[str] | None = None) -> dict[str, Any]:
+    """One ASFF finding. CreatedAt/FirstObservedAt: the store's first-seen time; waived: SUPPRESSED.
+    `refs`: its rule's public sources."""
     rule, name, item = finding["rule"], finding["host"], finding.get("item")
     first = finding.get("first_seen") or at
+    refs = [r for r in refs or () if is_ref(r)]
     fields = {"ami-auditor/rule": rule, "ami-auditor/host": name, "ami-auditor/item": item,
-              "ami-auditor/waiver": finding.get("waiver") if finding.get("waived") else None}
+              "ami-auditor/waiver": finding.get("waiver") if finding.get("waived") else None,
+              "ami-auditor/refs": refs_field(refs)}
     doc: dict[str, Any] = {
         "SchemaVersion": SCHEMA_VERSION,
         "Id": finding_id(rule, name, item),
@@ -116,8 +133,13 @@ def document(finding: dict[str, Any], host: dict[str, Any] | None, at: str, regi
         "RecordState": "ACTIVE",
         "Workflow": {"Status": "SUPPRESSED" if finding.get("waived") else "NEW"},
     }
+    recommendation: dict[str, str] = {}
     if finding.get("remediation"):
-        doc["Remediation"] = {"Recommendation": {"Text": cut(finding["remediation"], MAX_RECOMMENDATION)}}
+        recommendation["Text"] = cut(finding["remediation"], MAX_RECOMMENDATION)
+    if refs:
+        recommendation["Url"] = refs[0]
+    if recommendation:
+        doc["Remediation"] = {"Recommendation": recommendation}
     return doc
 
 
@@ -126,7 +148,8 @@ def documents(report: dict[str, Any], region: str = PLACEHOLDER_REGION,
     """Every finding of a report document (waived ones SUPPRESSED), in the report's order."""
     hosts = {h["name"]: h for h in report["hosts"]}
     at = report["generated_at"]
-    return [document(f, hosts.get(f["host"]), at, region, account) for f in report["findings"]]
+    refs = cited(report.get("rules"))
+    return [document(f, hosts.get(f["host"]), at, region, account, refs.get(f["rule"])) for f in report["findings"]]
 
 
 def archived(previous: dict[str, Any], at: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ..models import cited, is_ref
 from ..resources import report_templates_dir
 from ..textsafe import escape_controls
 from . import view
@@ -62,6 +63,18 @@ def hosts(names: Iterable[str], count: bool = True) -> Raw:
     return Raw(f"{len(names)}: {shown}{more}" if count else f"{shown}{more}")
 
 
+def link(url: Any) -> Raw:
+    """A rule's source as an autolink `<https://…>`; only a URL is_ref passes (no space, `<`, `>` or control
+    character can end it early), anything else as escaped text."""
+    return Raw(f"<{url}>") if is_ref(url) else Raw(escape(url))
+
+
+def sources(groups: Iterable[view.FindingGroup], refs: dict[str, list[str]]) -> list[tuple[str, list[str]]]:
+    """(rule id, its sources) for each rule of the finding groups shown, in their order, once each."""
+    rules = dict.fromkeys(g.rule for g in groups if g.rule in refs)
+    return [(rule, refs[rule]) for rule in rules]
+
+
 def cell(c: view.Cell) -> Raw:
     """A heatmap cell as text: values most common first; bold when it differs from the fleet."""
     if not c.values:
@@ -76,8 +89,8 @@ def environment() -> Environment:
 
     env = Environment(loader=FileSystemLoader(str(report_templates_dir())), autoescape=False,
                       finalize=escape, undefined=ChainableUndefined, keep_trailing_newline=True)
-    env.filters.update(code=code, hosts=hosts, cell=cell, show=view.show, pvalue=view.p_value, score=view.score,
-                       short=lambda v, width=24: view.short(view.show(v), width))
+    env.filters.update(code=code, hosts=hosts, cell=cell, link=link, show=view.show, pvalue=view.p_value,
+                       score=view.score, short=lambda v, width=24: view.short(view.show(v), width))
     return env
 
 
@@ -91,6 +104,6 @@ def render(doc: dict[str, Any]) -> str:
         by_status=", ".join(f"{n} {s}" for s, n in summary["by_status"].items()), fsev=fsev,
         findings=findings, heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc),
         drift=view.drift_groups(doc), unreached=[h for h in doc["hosts"] if h["status"] != "ok"], top=TOP,
-        since_text=view.since_text,
+        since_text=view.since_text, sources=lambda shown: sources(shown, cited(doc.get("rules"))),
     )
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

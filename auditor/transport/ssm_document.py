@@ -1,7 +1,9 @@
 """The purpose-built SSM document that embeds the probe, and the framing of its output (pure).
 
-The document (schema 2.2, one `aws:runShellScript` step) carries the probe base64-encoded, so no
-`{{ … }}` in the probe can be mistaken for a document parameter. Its parameters:
+The document (schema 2.2, one `aws:runShellScript` step) carries the probe gzip-compressed and
+base64-encoded (SSM refuses a document over 64 KB; the probe text alone is over 45 KB), so no `{{ … }}` in
+the probe can be mistaken for a document parameter; the host needs base64 and gzip (coreutils and gzip are
+in every supported AMI's minimal install). Its parameters:
 - `binaries`: space-separated bare names or clean absolute paths (no `.`/`..` segments, no `//`, no
   trailing `/`; `allowedPattern` admits nothing else, all shell-inert) with `interpolationType: ENV_VAR`
   (the agent exports `SSM_binaries`; agents older than 3.3.2746 fall back to substituting it into a
@@ -23,6 +25,7 @@ still yields, marked truncated.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -55,7 +58,7 @@ STDERR_CAP = 8_000
 
 _PROBE_FN = """\
 ami_auditor_probe() {{
-  {{ printf 'AMI_NONCE=%s\\n' "$SSM_nonce"; base64 -d <<'AMI_AUDITOR_PROBE_B64'
+  {{ printf 'AMI_NONCE=%s\\n' "$SSM_nonce"; base64 -d <<'AMI_AUDITOR_PROBE_B64' | gzip -dc
 {b64}
 AMI_AUDITOR_PROBE_B64
   }} | /bin/sh -s -- "$@"
@@ -92,7 +95,8 @@ def wrapper_script(probe: str, binaries: list[str] | None = None, nonce: str | N
                    exec_versions: bool = False, deep_cpu: bool = False) -> str:
     """The shell text SSM runs. With `binaries` (AWS-RunShellScript mode) they, the framing `nonce`,
     `exec_versions` and `deep_cpu` are set here, quoted; without, they come from the document's parameters."""
-    b64 = "\n".join(textwrap.wrap(base64.b64encode(probe.encode()).decode(), 76))
+    packed = gzip.compress(probe.encode(), compresslevel=9, mtime=0)  # mtime 0: the same probe, the same document
+    b64 = "\n".join(textwrap.wrap(base64.b64encode(packed).decode(), 76))
     if binaries is None:
         head = _DOC_FALLBACK
     else:

@@ -63,7 +63,10 @@ FACILITIES: dict[str, Facility] = {
     "dpkg-query": _f("packages binaries", "dpkg-query: error: unable to access the dpkg database directory "
                      "/var/lib/dpkg: Permission denied", garbage=False),
     "ethtool": _f("network", "Cannot get driver information: Input/output error"),
-    "find": _f("cgroups", "find: 'memory/system.slice': Permission denied"),
+    # find also lists the NVIDIA modules of installed kernels (a host without /lib/modules never runs it)
+    "find": _f("cgroups", "find: 'memory/system.slice': Permission denied", also="kernel"),
+    "df": _f("disk", "df: /var/lib/kubelet: Permission denied"),
+    "timedatectl": _f("proc", "Failed to query server: Connection timed out"),
     "sha256sum": _f("binaries hygiene", "sha256sum: -: Input/output error"),
     "stat": _f("cgroups binaries", "stat: cannot read file system information for '/sys/fs/cgroup': "
                "Permission denied", also="hygiene", bounded=False),

@@ -18,6 +18,7 @@ def selected(value: str | None) -> str | None:
     return m.group(1) if m else value.strip()
 
 
+COUNTERS = frozenset({"fs.file-nr", "net.netfilter.nf_conntrack_count"})  # /proc/sys files that count, not set
 _RELEASE = re.compile(r"^\d+\.\d+")  # 6.1.0-27-cloud-amd64, 5.10.228-219.884.amzn2.x86_64
 
 
@@ -39,10 +40,12 @@ def parse_installed(text: str) -> list[dict[str, Any]]:
 def parse_kernel(text: str, sysctl_text: str = "", kernels_text: str = "") -> dict[str, Any]:
     kv = kv_lines(text)
     sysctls: dict[str, str] = {}
+    counters: dict[str, str] = {}
     for line in sysctl_text.splitlines():
         if ":" in line:
             path, value = line.split(":", 1)
-            sysctls[path.strip().replace("/", ".")] = " ".join(value.split())
+            key = path.strip().replace("/", ".")
+            (counters if key in COUNTERS else sysctls)[key] = " ".join(value.split())
     release = kv.get("release") or None
     if release and not _RELEASE.match(release):
         raise UnparsableOutput(f"uname -r printed {release[:60]!r}, not a kernel release")
@@ -57,5 +60,6 @@ def parse_kernel(text: str, sysctl_text: str = "", kernels_text: str = "") -> di
         "mem_total_kb": to_int(kv.get("mem_total_kb")),
         "nvidia_driver": kv.get("nvidia_driver") or None,
         "sysctls": sysctls,
+        "sysctl_counters": counters,
         "installed": parse_installed(kernels_text),
     }

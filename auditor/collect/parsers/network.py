@@ -33,6 +33,12 @@ KERNEL_LOG_EVENTS: dict[str, re.Pattern[str]] = {
     "oom_kill": re.compile(r"[Oo]ut of memory(?: \([a-z_]+\))?: Kill(?:ed)? process"),
     "soft_lockup": re.compile(r"soft lockup"),
     "hung_task": re.compile(r"hung_task|blocked for more than"),
+    # `nf_conntrack: table full, dropping packet` (older kernels print `nf_conntrack: nf_conntrack: table full`)
+    "conntrack_table_full": re.compile(r"nf_conntrack: table full"),
+    # `unregister_netdevice: waiting for eth0 to become free. Usage count = 1`: a netns teardown is stuck
+    "unregister_netdevice_waiting": re.compile(r"unregister_netdevice: waiting for"),
+    # `neighbour: arp_cache: neighbor table overflow!` (4.x+), `ipv4: Neighbour table overflow.` (older)
+    "neighbor_table_overflow": re.compile(r"neighbou?r table overflow", re.IGNORECASE),
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..sections import UnparsableOutput, kv_lines, subsections, to_int
-from .config import boolean
+from .config_text import boolean
 
 
 def parse_proc(text: str) -> dict[str, Any]:
@@ -23,6 +23,8 @@ def parse_proc(text: str) -> dict[str, Any]:
     threads = to_int(tasks.get("threads"))
     if threads is None:
         raise UnparsableOutput("proc section: no thread count")
+    if state.get("ntp_synchronized") == "unreadable":
+        raise UnparsableOutput("timedatectl status printed no `System clock synchronized:` line")
     pkgs = [line.split("=", 1)[1] for line in parts["state"].splitlines() if line.startswith("reboot_pkg=")]
     return {
         "swaps": [ln.strip() for ln in parts["swaps"].splitlines() if ln.strip()],
