@@ -247,6 +247,14 @@ def test_each_rule_keys_on_its_own_setting(tmp_path: Path) -> None:
     changed["facts"]["config"]["sysctl_declared"] = declared
     [ports] = k8s_findings(changed)["k8s.ports-not-reserved"]
     assert ports.evidence["unreserved_ports"] == [10250] and ports.evidence["covers_nodeports"] is False
+    # a live 0 counts on a configured node only (a kubelet binary alone is a node not yet joined)
+    live_off = json.loads(json.dumps(snap))
+    live_off["facts"]["kernel"]["sysctls"]["net.ipv4.ip_forward"] = "0"
+    live_off["facts"]["config"]["sysctl_declared"]["net.ipv4.ip_forward"] = "1"
+    [fwd] = k8s_findings(live_off)["k8s.ip-forward-off"]
+    assert (fwd.evidence["live"], fwd.evidence["declared"]) == ("0", "1") and "now" in fwd.title
+    live_off["facts"]["config"]["kubelet"]["path"], live_off["facts"]["config"]["cni"]["files"] = None, []
+    assert "k8s.ip-forward-off" not in k8s_findings(live_off)
     # the kernel's default range covers none of them
     changed["facts"]["config"]["sysctl_declared"] = dict(config["sysctl_declared"],
                                                          **{"net.ipv4.ip_local_port_range": "32768 60999"})
@@ -302,9 +310,12 @@ def _live_swaps() -> list[str]:
     return [line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:] if line.strip()]
 
 
-def _expected_live(kubelet_allows_swap: bool) -> set[str]:
-    """Rules this machine's own kernel (every container's) makes fire on a node, read from /proc here."""
-    out = set()
+def _expected_live(configured: bool, kubelet_allows_swap: bool = False) -> set[str]:
+    """Rules this machine's own kernel (every container's) makes fire on a node, read from /proc here.
+    Live values count on a configured node (a kubelet or CNI configuration), not on a bare kubelet binary."""
+    out: set[str] = set()
+    if not configured:
+        return out
     if _live("net.ipv4.ip_forward") == "0":
         out.add("k8s.ip-forward-off")
     low, high = (int(x) for x in (_live("net.ipv4.ip_local_port_range") or "32768 60999").split())
@@ -339,7 +350,7 @@ def a1(fleet, tmp_path: Path) -> Iterator[Path]:
         resolv.write_bytes(resolv_text)
         os.chmod(resolv, resolv_mode)
         fleet.exec("a1", ["systemctl", "daemon-reload"], check=True)
-        fleet.exec("a1", ["systemctl", "reset-failed"])
+        fleet.exec("a1", ["systemctl", "reset-failed", "containerd.service"])
         assert _manifest(root) == before
         assert "containerd.service" not in fleet.exec("a1", ["systemctl", "list-units", "--all", "--no-legend",
                                                               "containerd.service"]).stdout
@@ -358,11 +369,12 @@ def _collect_a1(fleet, out_dir: Path) -> dict[str, Any]:
 @pytest.mark.fleet
 def test_fleet_host_a1_triggers_fire_with_evidence_and_fixes_clear_them(fleet, a1: Path, tmp_path: Path) -> None:
     root = a1
-    # a1 as booted: a node (the EKS kubelet in /usr/local/bin) with none of the configurations; only what
-    # this machine's kernel says can fire
+    # a1 as booted: the EKS kubelet in /usr/local/bin, no configuration yet (a node before it joins): the
+    # declared files say nothing wrong and live values wait for a configured node
     stock = _collect_a1(fleet, tmp_path / "stock")
     assert any(b["name"] == "kubelet" and b["found"] for b in stock["facts"]["binaries"])
-    assert set(k8s_findings(stock)) == _expected_live(kubelet_allows_swap=False)
+    assert stock["facts"]["config"]["kubelet"]["path"] is None and stock["facts"]["config"]["cni"]["files"] == []
+    assert k8s_findings(stock) == {}
 
     write(root, TRIGGERS)
     fleet.exec("a1", ["systemctl", "daemon-reload"], check=True)
@@ -371,7 +383,7 @@ def test_fleet_host_a1_triggers_fire_with_evidence_and_fixes_clear_them(fleet, a
     assert shown["ActiveState"] == "active" and shown["TasksMax"] == "512", shown
     snap = _collect_a1(fleet, tmp_path / "triggers")
     fired = k8s_findings(snap)
-    assert set(fired) == STATIC_RULES | _expected_live(kubelet_allows_swap=False), {
+    assert set(fired) == STATIC_RULES | _expected_live(configured=True), {
         r: [f.title for f in fs] for r, fs in fired.items()}
     [fwd] = fired["k8s.ip-forward-off"]
     assert (fwd.evidence["declared"], fwd.evidence["live"]) == ("0", _live("net.ipv4.ip_forward"))
@@ -402,7 +414,7 @@ def test_fleet_host_a1_triggers_fire_with_evidence_and_fixes_clear_them(fleet, a
     assert limits["containerd.service"]["tasks_max_infinite"] is True
     assert limits["containerd.service"]["limit_nofile"] == limits["containerd.service"]["limit_nofile_soft"] == 1048576
     fixed_found = k8s_findings(fixed)
-    assert set(fixed_found) == _expected_live(kubelet_allows_swap=True), {
+    assert set(fixed_found) == _expected_live(configured=True, kubelet_allows_swap=True), {
         r: [f.title for f in fs] for r, fs in fixed_found.items()}
     for f in fixed_found.get("k8s.ip-forward-off", []):  # only this kernel's value is left
         assert (f.evidence["declared"], f.evidence["declared_in"]) == ("1", "/" + PORTS_FIX)
