@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from auditor.collect.parsers.network import parse_kernel_log, parse_network
 from auditor.collect.parsers.os_release import parse_os
 from auditor.collect.parsers.proc import parse_proc
 from auditor.collect.parsers.systemd import parse_journal_restarts, parse_systemd, parse_unit_files, parse_version
+from auditor.collect.probe import probe_script
 from auditor.collect.sections import Section
 from tests.probe_shell import probe_filter
 
@@ -85,6 +87,15 @@ def _proc_stat(raw: str) -> dict[str, Any]:
     return parse_cpu(f"ncpu=\nwindow_s=\n--- stat1\n{boot}--- stat2\n{raw}")
 
 
+def _swaps(raw: str) -> dict[str, Any]:
+    """/proc/swaps through the awk the probe's proc section pipes it into (taken from probe.sh), as the
+    section's `swaps` part."""
+    found = re.search(r"catf /proc/swaps && printf '%s\\n' \"\$CAP\" \| awk '([^']+)'", probe_script())
+    assert found, "the probe's /proc/swaps reading moved: update this feed"
+    names = subprocess.run(["awk", found.group(1)], input=raw, capture_output=True, text=True, check=True).stdout
+    return parse_proc(f"--- swaps\n{names}--- state\n--- tasks\nthreads=0\n")
+
+
 FEEDS: dict[str, Callable[[str], Any]] = {
     "systemd_unit_files": parse_unit_files,
     "systemd_journal": _journal,
@@ -108,6 +119,7 @@ FEEDS: dict[str, Callable[[str], Any]] = {
                                                "--- tasks\nthreads=0\n"),
     "proc_clocksource": lambda raw: parse_proc("--- swaps\n--- state\nclocksource={}\nclocksources={}\n--- tasks\n"
                                                "threads=0\n".format(*(raw.splitlines() + ["", ""])[:2])),
+    "proc_swaps": _swaps,  # /proc/swaps as kubelets that refused to start printed it
 }
 # Areas where fewer than three real captures were found (INDEX.md says where the search went).
 FEWER_THAN_THREE = {"systemd_show", "identity_cloudinit", "proc_clocksource", "proc_chronyc"}

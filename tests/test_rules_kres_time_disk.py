@@ -62,8 +62,8 @@ def snapshot(**facts: Any) -> dict[str, Any]:
 def quiet(kernel_log: dict[str, Any]) -> dict[str, Any]:
     """A host whose only trouble is `kernel_log` (a real capture): plenty of pids and file handles."""
     return snapshot(proc={"threads": 200, "processes": 150, "zombies": 0, "zombie_parents": []},
-                    cpu={"count": 2}, kernel={"sysctls": {"kernel.pid_max": "4194304",
-                                                          "fs.file-nr": "1024 0 2000000"}},
+                    cpu={"count": 2}, kernel={"sysctls": {"kernel.pid_max": "4194304"},
+                                                          "sysctl_counters": {"fs.file-nr": "1024 0 2000000"}},
                     network={"kernel_log": kernel_log})
 
 
@@ -121,7 +121,7 @@ def test_file_nr_ratio_on_this_machines_real_value() -> None:
     with the threshold moved below and above it."""
     nr = _read("/proc/sys/fs/file-nr")
     snap = quiet({"events": {}, "lines": []})
-    snap["facts"]["kernel"]["sysctls"]["fs.file-nr"] = nr
+    snap["facts"]["kernel"]["sysctl_counters"]["fs.file-nr"] = nr
     ratio = file_handles_ratio()
     [found] = findings(snap, f"kres.file_handles_ratio={ratio / 2}")["kres.file-handles-near-max"]
     assert found.evidence["allocated"] == nr.split()[0] and found.evidence["file_max"] == nr.split()[2]

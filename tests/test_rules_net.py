@@ -237,12 +237,15 @@ def test_conntrack_and_arp_use_from_live_counters() -> None:
     # the live half (runtime counters, which the fleet shares with this machine): each boundary both ways
     snap = recorded("al2023")
     sysctls = snap["facts"]["kernel"]["sysctls"]
-    sysctls.update({"net.netfilter.nf_conntrack_max": "262144", "net.netfilter.nf_conntrack_count": "209715"})
+    counters = snap["facts"]["kernel"].setdefault("sysctl_counters", {})
+    sysctls["net.netfilter.nf_conntrack_max"] = "262144"
+    counters["net.netfilter.nf_conntrack_count"] = "209715"
     assert "net.conntrack-near-full" not in net_findings(snap)  # 79.99 %
-    sysctls["net.netfilter.nf_conntrack_count"] = "209716"  # 80.0 %
+    counters["net.netfilter.nf_conntrack_count"] = "209716"  # 80.0 %
     [f] = net_findings(snap)["net.conntrack-near-full"]
     assert "209716 of 262144" in f.title
-    sysctls.update({"net.netfilter.nf_conntrack_count": "0", "net.ipv4.neigh.default.gc_thresh3": "1024"})
+    counters["net.netfilter.nf_conntrack_count"] = "0"
+    sysctls["net.ipv4.neigh.default.gc_thresh3"] = "1024"
     snap["facts"]["proc"]["arp_entries"] = 716
     assert net_findings(snap) == {}
     snap["facts"]["proc"]["arp_entries"] = 717  # 10 × 717 ≥ 7 × 1024
