@@ -25,6 +25,8 @@ class KernelInstalledRow(TypedDict, total=False):
 
     release: str | None
     nvidia_module: bool | None
+    running: bool | None
+    newer_than_running: bool | None
 
 
 class Kernel(TypedDict, total=False):
