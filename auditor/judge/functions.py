@@ -6,11 +6,13 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 import jmespath
+from debian.debian_support import Version
 from jmespath import functions
 
 
 class RuleFunctions(functions.Functions):
-    """`glob_any(value, patterns)`, `map_diff(actual, expected)`, `where_eq(rows, field, value)`."""
+    """`glob_any(value, patterns)`, `map_diff(actual, expected)`, `where_eq(rows, field, value)`,
+    `upstream_version(version)`."""
 
     @functions.signature({"types": ["string", "null"]}, {"types": ["array"]})
     def _func_glob_any(self, value: str | None, patterns: list[Any]) -> bool:
@@ -36,6 +38,17 @@ class RuleFunctions(functions.Functions):
         """Rows whose `key` equals `value` — a filter whose right side comes from outside the list
         (JMESPath filters cannot reach the root), e.g. `where_eq(facts.cpu.threads, 'cpu', item.cpu)`."""
         return [r for r in rows or [] if isinstance(r, dict) and r.get(key) == value]
+
+    @functions.signature({"types": ["string", "null"]})
+    def _func_upstream_version(self, version: str | None) -> str | None:
+        """A package version without its epoch and revision (`3:535.183.01-1.el8`, `535.183.01-0ubuntu1` →
+        `535.183.01`), the part two packages of one upstream release share; null for null or a non-version."""
+        if version is None:
+            return None
+        try:
+            return str(Version(version).upstream_version)
+        except ValueError:
+            return None
 
 
 OPTIONS = jmespath.Options(custom_functions=RuleFunctions())
