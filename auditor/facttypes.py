@@ -258,11 +258,21 @@ class NetworkEna(TypedDict, total=False):
     in_tree: bool | None
 
 
+class NetworkKernelLogXidsRow(TypedDict, total=False):
+    """One row of `facts.network.kernel_log.xids`."""
+
+    code: int | None
+    count: int | None
+    devices: int | None
+    last: str | None
+
+
 class NetworkKernelLog(TypedDict, total=False):
     """`facts.network.kernel_log`."""
 
     events: dict[str, int | None] | None
     lines: list[str | None] | None
+    xids: list[NetworkKernelLogXidsRow] | None
 
 
 class Network(TypedDict, total=False):
