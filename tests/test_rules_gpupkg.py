@@ -271,6 +271,18 @@ def test_driver_library_mismatch_capture_fires_and_a_matching_package_passes(tmp
     assert "gpu.driver-library-mismatch" in fired(snap)
 
 
+def test_an_inventory_label_names_the_instance_type_where_imds_does_not(tmp_path: Path) -> None:
+    """No fabric manager on a host the inventory calls a p4d (no IMDS answer): found; a g5 (no NVSwitch): not."""
+    snap = gpu_host(tmp_path)
+    assert snap["host"]["instance_type"] is None and "gpu.fabricmanager-not-running" not in fired(snap)
+    snap["labels"] = {"instance_type": "p4d.24xlarge"}
+    [fabric] = fired(snap)["gpu.fabricmanager-not-running"]
+    assert fabric.evidence["instance_type"] == "p4d.24xlarge" and fabric.evidence["unit_file_state"] is None
+    assert "nvidia-fabricmanager is not loaded (no unit file)" in fabric.title
+    snap["labels"] = {"instance_type": "g5.48xlarge"}
+    assert "gpu.fabricmanager-not-running" not in fired(snap)
+
+
 def test_peermem_capture_fires_and_loading_the_module_passes(tmp_path: Path) -> None:
     raw = capture(REAL / "gpu_rules" / "console" / "nccl-988-no-peermem-with-infiniband.txt")
     greps = [x for x in raw.splitlines() if "lsmod | grep" in x]
@@ -308,7 +320,7 @@ def unit(description: str, exec_start: str) -> str:
             "[Install]\nWantedBy=multi-user.target\n")
 
 
-WATCHED = ("etc", "var/lib/dpkg", "usr/lib/systemd/system", "usr/lib/modules", "var/log/dpkg.log")
+WATCHED = ("etc", "var/lib/dpkg", "usr/lib/systemd/system", "usr/lib/modules", "var/log/dpkg.log", "var/tmp")
 
 
 def manifest(root: Path) -> dict[str, str]:
@@ -357,13 +369,13 @@ def test_triggers_fire_on_a_real_host_and_its_fixes_pass(fleet: Any, tmp_path: P
     inventory = yaml.safe_load(Path(fleet.inventory_path).read_text())
     [spec] = [h for h in inventory["hosts"] if h["name"] == name]
     inventory["hosts"] = [spec]
-    plain = tmp_path / "golden.yaml"
-    plain.write_text(yaml.safe_dump(inventory))
-    spec["labels"] = {**spec["labels"], "instance_type": "p4d.24xlarge"}  # no IMDS on the fleet: the inventory says
     inv = tmp_path / "inventory.yaml"
     inv.write_text(yaml.safe_dump(inventory))
 
-    healthy = collect(fleet, plain, tmp_path / "healthy")  # the Kubernetes node as it is: none of these
+    # the Kubernetes node as it is: none of these. Its cloud-init identity says p4d.24xlarge (the fleet plays the
+    # Deep Learning AMI), a GPU and NVSwitch instance type, but no NVIDIA driver is installed.
+    healthy = collect(fleet, inv, tmp_path / "healthy")
+    assert healthy["host"]["instance_type"] == "p4d.24xlarge"
     assert fired(healthy) == {}
     running = run("uname", "-r").strip()
     newer = newer_release(running)
@@ -384,17 +396,19 @@ def test_triggers_fire_on_a_real_host_and_its_fixes_pass(fleet: Any, tmp_path: P
     fm_fixed = deb(debs, "nvidia-fabricmanager-535", "535.183.01-1", {
         "usr/lib/systemd/system/nvidia-fabricmanager.service": unit("NVIDIA fabric manager service",
                                                                     "/bin/sleep infinity")})
+    timer_masked = fleet.exec(name, ["systemctl", "is-enabled", "apt-daily-upgrade.timer"]).stdout.strip() == "masked"
     before = manifest(root)
     saved = {rel: (root / rel).read_bytes() for rel in ("var/lib/dpkg/status", "var/lib/dpkg/status-old",
                                                       "var/lib/dpkg/available")}
     log = root / "var/log/dpkg.log"
     saved_log = log.read_bytes() if log.exists() else None
-    (root / "tmp/gpupkg").mkdir()
+    drop = root / "var/tmp/gpupkg"  # /tmp inside is the host's own tmpfs: not this overlay
+    drop.mkdir()
     try:
         for path in [*packages.values(), fm_fixed]:
-            (root / "tmp/gpupkg" / path.name).write_bytes(path.read_bytes())
+            (drop / path.name).write_bytes(path.read_bytes())
         # triggers
-        run("dpkg", "-i", *(f"/tmp/gpupkg/{p.name}" for p in packages.values()))
+        run("dpkg", "-i", *(f"/var/tmp/gpupkg/{p.name}" for p in packages.values()))
         (root / "etc/apt/apt.conf.d/20auto-upgrades").write_text(
             'APT::Periodic::Update-Package-Lists "1";\nAPT::Periodic::Unattended-Upgrade "1";\n')
         (root / "etc/containerd").mkdir()
@@ -402,6 +416,8 @@ def test_triggers_fire_on_a_real_host_and_its_fixes_pass(fleet: Any, tmp_path: P
         run("sh", "-c", "echo '*** System restart required ***' > /run/reboot-required && "
                         f"echo linux-image-{newer} > /run/reboot-required.pkgs")
         run("systemctl", "daemon-reload")
+        if timer_masked:  # the fleet masks it (no apt runs on test hosts); Debian ships it enabled
+            run("systemctl", "unmask", "apt-daily-upgrade.timer")
         run("systemctl", "enable", "apt-daily-upgrade.timer", "nvidia-fabricmanager.service")
         run("systemctl", "start", "nvidia-fabricmanager.service")  # exits 1 at once: failed
         snap = collect(fleet, inv, tmp_path / "trigger")
@@ -410,7 +426,8 @@ def test_triggers_fire_on_a_real_host_and_its_fixes_pass(fleet: Any, tmp_path: P
                               "gpu.persistence-daemon-off", "gpu.nvidia-runtime-missing",
                               "gpu.module-missing-for-installed-kernel"}, sorted(found)
         [upgrades] = found["pkg.unattended-upgrades-on-node"]
-        assert upgrades.evidence["apt_files"] == ["/etc/apt/apt.conf.d/20auto-upgrades"]
+        assert "/etc/apt/apt.conf.d/20auto-upgrades" in upgrades.evidence["apt_files"]  # beside Debian's own
+        assert upgrades.evidence["apt_unattended_upgrade"] == "1" and upgrades.evidence["apt_timer_enabled"] is True
         assert upgrades.evidence["unattended_upgrades_package"] == "2.9.1+nmu3"
         [reboot] = found["pkg.reboot-pending"]
         assert reboot.evidence["newer_kernels"] == [newer] and reboot.evidence["running"] == running
@@ -445,7 +462,7 @@ def test_triggers_fire_on_a_real_host_and_its_fixes_pass(fleet: Any, tmp_path: P
         (root / "etc/containerd/config.toml").write_text(CONTAINERD_NVIDIA)
         run("dpkg", "-P", f"linux-image-{newer}")  # the kernel the driver has no module for (or: reboot into it)
         run("rm", "-f", "/run/reboot-required", "/run/reboot-required.pkgs")
-        run("dpkg", "-i", f"/tmp/gpupkg/{fm_fixed.name}")
+        run("dpkg", "-i", f"/var/tmp/gpupkg/{fm_fixed.name}")
         run("systemctl", "daemon-reload")
         run("systemctl", "reset-failed", "nvidia-fabricmanager.service")
         run("systemctl", "enable", "--now", "nvidia-fabricmanager.service", "nvidia-persistenced.service")
@@ -458,8 +475,10 @@ def test_triggers_fire_on_a_real_host_and_its_fixes_pass(fleet: Any, tmp_path: P
         fleet.exec(name, ["systemctl", "disable", "--now", "apt-daily-upgrade.timer", "nvidia-fabricmanager.service",
                           "nvidia-persistenced.service"])
         fleet.exec(name, ["dpkg", "-P", *packages])
-        fleet.exec(name, ["rm", "-rf", "/tmp/gpupkg", "/etc/containerd", "/etc/apt/apt.conf.d/20auto-upgrades",
+        fleet.exec(name, ["rm", "-rf", "/var/tmp/gpupkg", "/etc/containerd", "/etc/apt/apt.conf.d/20auto-upgrades",
                           "/run/reboot-required", "/run/reboot-required.pkgs", f"/usr/lib/modules/{newer}"])
+        if timer_masked:
+            fleet.exec(name, ["systemctl", "mask", "apt-daily-upgrade.timer"])
         fleet.exec(name, ["systemctl", "daemon-reload"])
         fleet.exec(name, ["systemctl", "reset-failed"])
         for rel, data in saved.items():
