@@ -25,6 +25,8 @@ class KernelInstalledRow(TypedDict, total=False):
 
     release: str | None
     nvidia_module: bool | None
+    running: bool | None
+    newer_than_running: bool | None
 
 
 class Kernel(TypedDict, total=False):
@@ -257,11 +259,21 @@ class NetworkEna(TypedDict, total=False):
     in_tree: bool | None
 
 
+class NetworkKernelLogXidsRow(TypedDict, total=False):
+    """One row of `facts.network.kernel_log.xids`."""
+
+    code: int | None
+    count: int | None
+    devices: int | None
+    last: str | None
+
+
 class NetworkKernelLog(TypedDict, total=False):
     """`facts.network.kernel_log`."""
 
     events: dict[str, int | None] | None
     lines: list[str | None] | None
+    xids: list[NetworkKernelLogXidsRow] | None
 
 
 class Network(TypedDict, total=False):

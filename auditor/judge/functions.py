@@ -7,6 +7,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 import jmespath
+from debian.debian_support import Version
 from jmespath import functions
 
 from .versions import VersionError, backported, matches_any, parse_constraint
@@ -15,7 +16,7 @@ from .versions import VersionError, backported, matches_any, parse_constraint
 class RuleFunctions(functions.Functions):
     """`glob_any(value, patterns)`, `map_diff(actual, expected)`, `where_eq(rows, field, value)`,
     `known_bad(packages, binaries, table, id)`, `ratio(part, whole)`, `word(text, index)`, `get(map, key)`,
-    `unique_by(rows, field)`."""
+    `unique_by(rows, field)`, `upstream_version(version)`."""
 
     @functions.signature({"types": ["string", "null"]}, {"types": ["array"]})
     def _func_glob_any(self, value: str | None, patterns: list[Any]) -> bool:
@@ -76,6 +77,17 @@ class RuleFunctions(functions.Functions):
                     seen.add(marker)
                     out.append(row)
         return out
+
+    @functions.signature({"types": ["string", "null"]})
+    def _func_upstream_version(self, version: str | None) -> str | None:
+        """A package version without its epoch and revision (`3:535.183.01-1.el8`, `535.183.01-0ubuntu1` →
+        `535.183.01`), the part two packages of one upstream release share; null for null or a non-version."""
+        if version is None:
+            return None
+        try:
+            return str(Version(version).upstream_version)
+        except ValueError:
+            return None
 
 
     @functions.signature({"types": ["object", "null"]}, {"types": ["array", "null"]}, {"types": ["array"]},

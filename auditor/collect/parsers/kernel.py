@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from debian.debian_support import Version
+
 from ..sections import UnparsableOutput, kv_lines, to_int
 
 _BRACKETED = re.compile(r"\[([^\]]+)\]")
@@ -20,6 +22,30 @@ def selected(value: str | None) -> str | None:
 
 COUNTERS = frozenset({"fs.file-nr", "net.netfilter.nf_conntrack_count"})  # /proc/sys files that count, not set
 _RELEASE = re.compile(r"^\d+\.\d+")  # 6.1.0-27-cloud-amd64, 5.10.228-219.884.amzn2.x86_64
+
+
+_RELEASE_NUMBERS = re.compile(r"^\d[\d.-]*\d")  # 6.1.0-27 of 6.1.0-27-cloud-amd64, 5.10.228-219.884 of ….amzn2.x86_64
+
+
+def release_order(release: str | None) -> Version | None:
+    """The numbers that order kernel releases (the flavour after them, `-cloud-amd64`, `.el9.x86_64`, does not),
+    compared as dpkg compares versions; None when a release does not start with them."""
+    m = _RELEASE_NUMBERS.match(release or "")
+    try:
+        return Version(m.group(0)) if m else None
+    except ValueError:
+        return None
+
+
+def _against_running(rows: list[dict[str, Any]], running: str | None) -> list[dict[str, Any]]:
+    """Mark the running kernel, and each kernel the next boot would move to (newer numbers than the running one;
+    null when either release has none to compare, or the running one is unknown)."""
+    now = release_order(running)
+    for row in rows:
+        order = release_order(row["release"])
+        row["running"] = None if running is None else row["release"] == running
+        row["newer_than_running"] = None if now is None or order is None else order > now
+    return rows
 
 
 def parse_installed(text: str) -> list[dict[str, Any]]:
@@ -61,5 +87,5 @@ def parse_kernel(text: str, sysctl_text: str = "", kernels_text: str = "") -> di
         "nvidia_driver": kv.get("nvidia_driver") or None,
         "sysctls": sysctls,
         "sysctl_counters": counters,
-        "installed": parse_installed(kernels_text),
+        "installed": _against_running(parse_installed(kernels_text), release),
     }

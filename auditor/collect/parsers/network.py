@@ -49,7 +49,12 @@ KERNEL_LOG_EVENTS: dict[str, re.Pattern[str]] = {
     "fs_remounted_read_only": re.compile(r"Remounting filesystem read-only"),
     "xfs_shutdown": re.compile(r"XFS .*Shutting down filesystem"),
     "buffer_io_error": re.compile(r"Buffer I/O error"),
+    # NVIDIA driver errors: `NVRM: Xid (PCI:0000:3b:00): 79, pid=…, GPU has fallen off the bus.` (per code: xids)
+    "xid": re.compile(r"NVRM: Xid \("),
+    # `NVRM: GPU at PCI:0000:3b:00: GPU-… has fallen off the bus.` (with or without an Xid 79 line)
+    "fallen_off_bus": re.compile(r"fallen off the bus"),
 }
+_XID = re.compile(r"NVRM: Xid \(([^)]{0,64})\): (\d{1,5})\b")
 
 
 def _interface(header: str, lines: list[str]) -> dict[str, Any]:
@@ -97,7 +102,23 @@ def parse_kernel_log(text: str) -> dict[str, Any]:
     # reset counts once: the largest of the three tallies.
     reasons = counts.pop("reset_reason")
     counts["reset_triggered"] = max(counts["reset_triggered"], reasons, counts["reset_completed"])
-    return {"events": counts, "lines": lines[-20:]}
+    return {"events": counts, "lines": lines[-20:], "xids": _xids(lines)}
+
+
+def _xids(lines: list[str]) -> list[dict[str, Any]]:
+    """One row per Xid code: how many lines, on how many devices, and the last line."""
+    rows: dict[int, dict[str, Any]] = {}
+    devices: dict[int, set[str]] = {}
+    for line in lines:
+        m = _XID.search(line)
+        if m:
+            code = int(m.group(2))
+            row = rows.setdefault(code, {"code": code, "count": 0, "devices": 0, "last": ""})
+            row["count"] += 1
+            row["last"] = line[:300]
+            devices.setdefault(code, set()).add(m.group(1))
+            row["devices"] = len(devices[code])
+    return [rows[c] for c in sorted(rows)]
 
 
 def parse_network(text: str, kernel_log_text: str = "") -> dict[str, Any]:
