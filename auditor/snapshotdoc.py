@@ -21,6 +21,7 @@ class HostInfo(TypedDict, total=False):
     machine_id: str | None
     boot_id: str | None
     uptime_s: float | None
+    container: str | None
     image_name: str | None
     instance_id: str | None
     ami_id: str | None

@@ -61,6 +61,8 @@ def test_a_good_rule_file_checks_ok(tmp_path: Path) -> None:
     (GOOD + "  - id: mine.restarting\n    title: again\n    severity: low\n    when: facts.os.id\n", 10,
      "rule id 'mine.restarting' is already defined at"),
     (GOOD.replace("    title:", "    tilte:"), 6, "unknown key 'tilte'"),
+    # `!host.container` is `(!host).container`: null whatever the host (a built-in rule once had it)
+    (GOOD.replace("select: \"", "select: \"!host.container && "), 9, "write `!(a.b)`"),
 ])
 def test_malformed_rule_file_exits_2_naming_file_and_line(tmp_path: Path, text: str, line: int,
                                                           message: str) -> None:

@@ -173,6 +173,9 @@ s_identity() {
   kv boot_id catf /proc/sys/kernel/random/boot_id
   kv uptime catf /proc/uptime
   kv machine_id catf /etc/machine-id
+  # a container's clock, kernel and modules are its host's: systemd PID 1 names the manager here at boot
+  # (systemd-nspawn, docker, lxc, podman). Not /.dockerenv: a VM whose root was a docker image keeps it.
+  kv container catf /run/systemd/container
   printf 'image_id_file='; (catf /etc/image-id | tr '\n' ' '); echo
 }
 

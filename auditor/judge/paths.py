@@ -129,6 +129,9 @@ def _walk(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactSpec 
             reads.roots.add("*")
         return ctx
     if kind == "subexpression":
+        if kids and kids[0]["type"] == "not_expression":  # `!a.b` is `(!a).b`: a field of a boolean, always null
+            raise PathError("`!` binds to the first name only, so `!a.b` reads `.b` of a boolean (always null): "
+                            "write `!(a.b)`")
         spec = ctx
         for i, kid in enumerate(kids):
             if kid["type"] == "field" and i < len(kids) - 1:

@@ -71,6 +71,7 @@ def parse_host(sections: dict[str, Section]) -> dict[str, Any]:
         "machine_id": ident.get("machine_id") or None,
         "boot_id": ident.get("boot_id") or None,
         "uptime_s": None,
+        "container": ident.get("container", "").strip() or None,
         "image_name": None,
         "instance_id": None,
         "ami_id": None,
