@@ -88,3 +88,12 @@ def test_the_schema_tables_name_every_top_level_key() -> None:
         table = text.split(heading, 1)[1].split("\n\n", 2)[1]
         documented = re.findall(r"^\| `(\w+)` \|", table, re.M)
         assert sorted(documented) == sorted(schema["properties"]), name
+
+
+def test_the_inventory_table_names_every_key_of_its_schema() -> None:
+    text = (ROOT / "docs/targets.md").read_text()
+    schema = json.loads((ROOT / "auditor/schemas/inventory.schema.json").read_text())
+    keys = {*schema["$defs"]["host"]["properties"], *(f"ssh.{k}" for k in schema["$defs"]["ssh"]["properties"])}
+    documented = set(re.findall(r"^\| `([\w.]+)` \|", text.split("## Inventory", 1)[1].split("\n## ", 1)[0], re.M))
+    assert documented == keys
+    assert set(schema["properties"]["defaults"]["properties"]) == {"ssh", "labels"}  # what the text says of defaults
