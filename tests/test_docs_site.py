@@ -97,3 +97,12 @@ def test_the_inventory_table_names_every_key_of_its_schema() -> None:
     documented = set(re.findall(r"^\| `([\w.]+)` \|", text.split("## Inventory", 1)[1].split("\n## ", 1)[0], re.M))
     assert documented == keys
     assert set(schema["properties"]["defaults"]["properties"]) == {"ssh", "labels"}  # what the text says of defaults
+
+
+def test_the_rule_and_waiver_tables_name_every_key_of_their_schemas() -> None:
+    text = (ROOT / "docs/rule-format.md").read_text()
+    documented = set(re.findall(r"^\| `([\w.\[\]]+)` \|", text, re.M))
+    pack = json.loads((ROOT / "auditor/schemas/rule-pack.schema.json").read_text())
+    waiver = json.loads((ROOT / "auditor/schemas/waivers.schema.json").read_text())["$defs"]["waiver"]
+    keys = {*pack["properties"], *(f"rules[].{k}" for k in pack["$defs"]["rule"]["properties"]), *waiver["properties"]}
+    assert documented == keys
