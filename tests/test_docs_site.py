@@ -106,3 +106,9 @@ def test_the_rule_and_waiver_tables_name_every_key_of_their_schemas() -> None:
     waiver = json.loads((ROOT / "auditor/schemas/waivers.schema.json").read_text())["$defs"]["waiver"]
     keys = {*pack["properties"], *(f"rules[].{k}" for k in pack["$defs"]["rule"]["properties"]), *waiver["properties"]}
     assert documented == keys
+
+
+def test_the_baseline_table_names_every_key_of_its_schema() -> None:
+    text = (ROOT / "docs/baselines.md").read_text()
+    schema = json.loads((ROOT / "auditor/schemas/baseline.schema.json").read_text())
+    assert set(re.findall(r"^\| `(\w+)` \|", text, re.M)) == set(schema["properties"])
