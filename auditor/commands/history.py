@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help=f"lines per chart: the K hosts or units with the largest latest value, the rest "
                           f"summarized (default {charts.DEFAULT_TOP})")
     rep.set_defaults(func=run_report)
-    imp = hsub.add_parser("import", help="record the reports of a `scan --history DIR` folder (oldest first)")
+    imp = hsub.add_parser("import", help="record the scan-*.json reports of a history folder that older "
+                                         "versions wrote (oldest first)")
     imp.add_argument("directory", metavar="DIR")
     _common(imp)
     imp.set_defaults(func=run_import)

@@ -74,18 +74,19 @@ def writes(plan: RenderPlan) -> bool:
     return plan.out is not None or plan.stdout
 
 
-def write(plan: RenderPlan, doc: dict, env: Env | None = None) -> None:
+def write(plan: RenderPlan, doc: dict, env: Env | None = None) -> list[Path]:
     """The report document (reportdoc.report_to_dict, made once for the files and the store), validated
-    against its schema, written in every chosen format to --out, or its one format to `env`'s stdout
-    (never coloured)."""
+    against its schema, written in every chosen format to --out (the files written returned), or its one
+    format to `env`'s stdout (never coloured)."""
     if plan.out is None and not (plan.stdout and env is not None):
-        return
+        return []
     validate_report(doc, as_json=True)  # checked as written: every writer writes a tuple as an array
     if plan.out is not None:
-        write_formats(doc, plan.formats, plan.out)
-    elif env is not None:
+        return write_formats(doc, plan.formats, plan.out)
+    if env is not None:
         text = RENDERERS[plan.formats[0]][0](doc)
         env.write(text if text.endswith("\n") else text + "\n")
+    return []
 
 
 Told = list[str | Styled]  # the summary's lines: plain, or in styled pieces (context.Styled)
