@@ -1,5 +1,5 @@
 """The terminal summary groups identical findings across hosts: one line with the count and the names,
-the incident chain's cause first (chain position), then severity, then how many hosts."""
+worst first, then the incident chain's cause before its effects (chain position), then how many hosts."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_identical_findings_are_one_line_with_count_and_names() -> None:
     assert len([ln for ln in text if "apt" in ln]) == 1
 
 
-def test_the_cause_comes_first_then_its_effects_then_severity() -> None:
+def test_among_equals_the_cause_comes_first_then_its_effects() -> None:
     text = lines(cloned_report())
     findings = [ln for ln in text if ln.startswith("  [")]
     assert findings[0] == "  [HIGH    ] 3 hosts (b1, b2, b3): ecs.service restarted 31 times (b1; others differ)"

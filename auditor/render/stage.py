@@ -136,7 +136,8 @@ def show(told: Told, exit_code: int, env: Env) -> None:
 
 
 def _findings(report: Report, limit: int = 15) -> Told:
-    """Grouped findings (render/summary.py): cause first, then severity; at most `limit` lines."""
+    """Grouped findings (render/summary.py): worst first, at most `limit` lines; then one line per area whose
+    rules could not be evaluated."""
     told: Told = []
     shown = summary.groups(report)
     for group in shown[:limit]:
@@ -147,4 +148,5 @@ def _findings(report: Report, limit: int = 15) -> Told:
     if len(shown) > limit:
         rest = sum(len(g.findings) for g in shown[limit:])
         told.append(f"  … {len(shown) - limit} more ({rest} findings) in the report")
+    told.extend(f"  {fold.line()}" for fold in summary.unevaluated(report))
     return told

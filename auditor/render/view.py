@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import SEVERITIES, severity_rank
+from ..notread import NOT_READ_ORDER, host_not_read
 
 Doc = dict[str, Any]
 UNGROUPED = "(no group)"
@@ -32,18 +33,23 @@ def show(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-# Snapshot errors about the run as a whole, not one facts area: never "a facility the host lacks".
-RUN_ERRORS = frozenset({"probe", "framing", "image"})
+@dataclass
+class NotRead:
+    word: str
+    area: str
+    why: str  # the first host's reason
+    hosts: list[str] = field(default_factory=list)
 
 
-def unavailable(errors: Mapping[str, str], failed_areas: Iterable[str] | None) -> dict[str, str]:
-    """The collector errors that are answers, not failures: a facility the host lacks (no systemd). The exit
-    code and Prometheus count the host complete for them; only `failed_areas` (and the run's own errors)
-    make it incomplete. Without `failed_areas` (an older report) nothing can tell: all count as failures."""
-    if failed_areas is None:
-        return {}
-    failed = set(failed_areas)
-    return {area: text for area, text in errors.items() if area not in failed and area not in RUN_ERRORS}
+def fleet_not_read(doc: Doc) -> list[NotRead]:
+    """Areas not read on reached hosts, one row per word × area with its hosts; failed first, then widest."""
+    rows: dict[tuple[str, str], NotRead] = {}
+    for host in doc["hosts"]:
+        if host.get("status") != "ok":
+            continue
+        for area, (word, why) in host_not_read(host).items():
+            rows.setdefault((word, area), NotRead(word, area, why)).hosts.append(str(host.get("name")))
+    return sorted(rows.values(), key=lambda r: (NOT_READ_ORDER.index(r.word), -len(r.hosts), r.area))
 
 
 def p_value(value: Any) -> str:
