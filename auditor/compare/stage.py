@@ -102,7 +102,9 @@ def apply(plan: ComparePlan, report: Report, index: FleetIndex) -> None:
         report.baseline = plan.baseline.summary()
         report.drift.extend(fleet_drift(plan.baseline, index))
     if plan.group_by:
-        report.comparison = compare_groups(index, plan.group_by, plan.min_score)
+        report.comparison = compare_groups(index, plan.group_by, plan.min_score, plan.top)
+        if not report.comparison["groups"]:
+            report.notes.append(f"--group-by {plan.group_by}: no host has it, so nothing was compared")
     if plan.symptom:
         if plan.symptom.rule and report.rules and plan.symptom.rule not in {r.get("id") for r in report.rules}:
             report.notes.append(f"symptom rule {plan.symptom.rule!r} is not among the rules that ran")

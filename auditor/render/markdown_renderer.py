@@ -105,6 +105,6 @@ def render(doc: dict[str, Any]) -> str:
         findings=findings, heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc),
         drift=view.drift_groups(doc), unreached=[h for h in doc["hosts"] if h["status"] != "ok"], top=TOP,
         since_text=view.since_text, sources=lambda shown: sources(shown, cited(doc.get("rules"))),
-        not_read=view.fleet_not_read(doc),
+        not_read=view.fleet_not_read(doc), outlier_hosts=view.outlier_hosts(doc),
     )
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
