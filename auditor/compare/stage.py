@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from difflib import get_close_matches
 
+from ..collect.facthints import unknown_fact_path
 from ..errors import InputError
 from ..models import Report
 from ..options import DEFAULT_TOP, CompareOptions
@@ -53,7 +54,7 @@ def _check_key(key: str, option: str) -> str:
     if key.startswith("facts."):
         resolved = leaf_spec(key)
         if resolved is None:
-            raise InputError(f"{option}: unknown fact path {key!r}")
+            raise InputError(f"{option}: {unknown_fact_path(key)}")
         if resolved[0].volatile:
             raise InputError(f"{option}: {key} is volatile and cannot group hosts")
     return key
