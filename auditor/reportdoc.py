@@ -17,7 +17,7 @@ from .errors import InputError
 from .facttypes import SystemdUnitsRow
 from .jsonload import json_pointer, load_json_file
 from .models import SEVERITIES, DriftItem, Finding, HostResult, Report
-from .notread import not_read
+from .notread import not_read_doc
 from .schemacheck import FastCheck
 from .snapshotdoc import Facts, Snapshot
 
@@ -35,9 +35,8 @@ def _host(result: HostResult) -> dict[str, Any]:
         "not_applicable": sorted(snap.get("not_applicable") or ()),
         "complete": result.complete,
         "failed_areas": list((snap.get("probe") or {}).get("failed_areas") or []),
-        "not_read": {area: {"state": word, "why": why} for area, (word, why) in not_read(
-            snap.get("errors") or {}, (snap.get("probe") or {}).get("failed_areas"),
-            snap.get("not_applicable")).items()},
+        "not_read": not_read_doc(snap.get("errors") or {}, (snap.get("probe") or {}).get("failed_areas"),
+                                 snap.get("not_applicable")),
         "facts_summary": result.summary or (facts_summary(snap) if snap else None),
     }
 
