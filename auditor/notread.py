@@ -9,6 +9,7 @@ the renderers alike.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -85,3 +86,22 @@ def not_read_words(areas: Mapping[str, tuple[str, str]]) -> list[tuple[str, list
     """(word, its areas) in NOT_READ_ORDER, words with no area left out: `failed: cgroups; not collected: systemd`."""
     return [(word, [a for a, (w, _) in areas.items() if w == word]) for word in NOT_READ_ORDER
             if any(w == word for w, _ in areas.values())]
+
+
+@dataclass
+class NotRead:
+    word: str
+    area: str
+    why: str  # the first host's reason
+    hosts: list[str] = field(default_factory=list)
+
+
+def fleet_not_read(doc: Mapping[str, Any]) -> list[NotRead]:
+    """Areas not read on reached hosts, one row per word × area with its hosts; failed first, then widest."""
+    rows: dict[tuple[str, str], NotRead] = {}
+    for host in doc["hosts"]:
+        if host.get("status") != "ok":
+            continue
+        for area, (word, why) in host_not_read(host).items():
+            rows.setdefault((word, area), NotRead(word, area, why)).hosts.append(str(host.get("name")))
+    return sorted(rows.values(), key=lambda r: (NOT_READ_ORDER.index(r.word), -len(r.hosts), r.area))

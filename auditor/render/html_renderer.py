@@ -21,6 +21,7 @@ from ..resources import report_templates_dir
 from ..textsafe import block
 from . import pictures as pics
 from . import view
+from .outliers import outlier_hosts
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -106,5 +107,5 @@ def render(doc: dict[str, Any]) -> str:
         rank={s: severity_rank(s) for s in SEVERITIES}, css=css, js=js, csp=csp,
         since_text=view.since_text, host_pictures=host_pictures(doc), hosts_drawn=HOSTS_DRAWN,
         max_host_pictures=MAX_HOST_PICTURES, sources=cited(doc.get("rules")), not_read=host_not_read,
-        not_read_words=not_read_words, outlier_hosts=view.outlier_hosts(doc),
+        not_read_words=not_read_words, outlier_hosts=outlier_hosts(doc),
     ) + "\n"

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import SEVERITIES, severity_rank
-from ..notread import NOT_READ_ORDER, host_not_read
 
 Doc = dict[str, Any]
 UNGROUPED = "(no group)"
@@ -31,25 +30,6 @@ def show(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-
-
-@dataclass
-class NotRead:
-    word: str
-    area: str
-    why: str  # the first host's reason
-    hosts: list[str] = field(default_factory=list)
-
-
-def fleet_not_read(doc: Doc) -> list[NotRead]:
-    """Areas not read on reached hosts, one row per word × area with its hosts; failed first, then widest."""
-    rows: dict[tuple[str, str], NotRead] = {}
-    for host in doc["hosts"]:
-        if host.get("status") != "ok":
-            continue
-        for area, (word, why) in host_not_read(host).items():
-            rows.setdefault((word, area), NotRead(word, area, why)).hosts.append(str(host.get("name")))
-    return sorted(rows.values(), key=lambda r: (NOT_READ_ORDER.index(r.word), -len(r.hosts), r.area))
 
 
 def p_value(value: Any) -> str:
@@ -166,38 +146,6 @@ def heatmap(doc: Doc) -> list[SplitRow]:
 def heatmap_groups(doc: Doc) -> list[str]:
     rows = heatmap(doc)
     return [c.group for c in rows[0].cells] if rows else []
-
-
-@dataclass
-class OutlierHost:
-    host: str
-    group: str | None
-    count: int
-    kinds: list[tuple[str, int]]  # the main kinds of its outliers, most first
-    outliers: list[Doc]  # the drill-down, at most OUTLIERS_PER_HOST
-
-
-OUTLIERS_PER_HOST = 50  # shown per host in the HTML drill-down; the JSON report has every one
-
-
-def outlier_hosts(doc: Doc) -> tuple[list[OutlierHost], int]:
-    """The comparison's outliers per host (its `outlier_hosts`, at most --top hosts, most outliers first) with
-    each host's own outliers to drill into; and how many hosts have outliers. A report from before
-    `outlier_hosts`: every host with outliers, counted, no kinds."""
-    comparison = doc.get("comparison") or {}
-    outliers = [o for o in comparison.get("outliers") or [] if isinstance(o, dict)]
-    by_host: dict[str, list[Doc]] = defaultdict(list)
-    for o in outliers:
-        by_host[str(o.get("host"))].append(o)
-    summary = comparison.get("outlier_hosts")
-    if not isinstance(summary, list):
-        summary = [{"host": h, "group": os[0].get("group"), "outliers": len(os), "kinds": {}}
-                   for h, os in sorted(by_host.items(), key=lambda ho: (-len(ho[1]), ho[0]))]
-    rows = [OutlierHost(str(s["host"]), s.get("group"), int(s.get("outliers") or 0),
-                        [(str(k), int(n)) for k, n in (s.get("kinds") or {}).items()],
-                        by_host.get(str(s["host"]), [])[:OUTLIERS_PER_HOST])
-            for s in summary if isinstance(s, dict) and "host" in s]
-    return rows, int(comparison.get("outlier_hosts_total") or len(by_host))
 
 
 # ------------------------------------------------------------------------------------------------
