@@ -124,3 +124,26 @@ def test_an_image_says_not_applicable_everywhere(tmp_path: Path) -> None:
     assert states["cgroups"]["state"] == "not applicable" and "unbooted image" in states["cgroups"]["why"]
     html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert "<dt>not applicable</dt>" in html and "<dt>dying memcgs</dt>" not in html
+
+
+def test_a_rule_not_evaluated_is_never_the_worst_finding(tmp_path: Path) -> None:
+    """A host whose only findings are rules that could not be evaluated: the first screen names no finding."""
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    snap = recorded_host("h1", unit_files=3).snapshot
+    (snaps / "h1.json").write_text(json.dumps(snap), encoding="utf-8")
+    rules = tmp_path / "rules"
+    rules.mkdir()  # one pack of one rule that reads systemd (not collected on h1)
+    (rules / "mine.yaml").write_text(
+        "pack: mine\nrules:\n  - id: mine.units\n    name: units\n    title: some unit failed\n    severity: high\n"
+        "    when: \"length(facts.systemd.units[?active_state == 'failed']) > `0`\"\n", encoding="utf-8")
+    out = tmp_path / "report"
+    code = main(["analyze", str(snaps), "--no-store", "--jobs", "1", "--no-builtin-rules", "--rules", str(rules),
+                 "--format", "json,md,html", "--out", str(out)], Env(stdout=io.StringIO(), stderr=io.StringIO()))
+    doc = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert code == 0 and [f["rule"] for f in doc["findings"]] == ["mine.units"], doc["findings"]
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "**Worst finding:**" not in md and "systemd not collected on 1 host" in md, md
+    assert "no findings" not in md  # nor all clear: a rule was not evaluated
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Worst finding" not in html and "no findings" not in html

@@ -332,7 +332,8 @@ def culprit(doc: Doc, groups: list[FindingGroup] | None = None) -> Culprit:
     """The top split, the worst unwaived finding and the hosts not reached: the on-call's first look.
     `groups`: the report's finding_groups when the caller has them already."""
     rows = heatmap(doc)
-    active = [g for g in (finding_groups(doc) if groups is None else groups) if not g.waived]
+    active = [g for g in (finding_groups(doc) if groups is None else groups)  # a rule not evaluated is no finding
+              if not g.waived and not g.title.startswith(f"{g.rule} could not be evaluated")]
     unreached = [h["name"] for h in doc["hosts"] if h["status"] != "ok"]
     code = doc["summary"].get("exit_code", 0)
     verdict = {0: "pass", 1: "fail", 3: "incomplete"}.get(code, "fail")
