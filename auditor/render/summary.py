@@ -65,7 +65,7 @@ def groups(report: Report) -> list[Group]:
 class Fold:
     """Rules that could not be evaluated for the same area(s) not read: one terminal line per area."""
 
-    areas: str  # `systemd`, `cgroups, kernel`, or `rule error`
+    areas: str | None  # `systemd`, `cgroups, kernel`; None for rules that raised an error
     findings: list[Finding] = field(default_factory=list)
 
     def line(self) -> str:
@@ -78,7 +78,8 @@ class Fold:
         why = one_line(_reason(first)) + (f" ({one_line(first.host)}; others differ)" if others_differ else "")
         rules = len({f.rule for f in self.findings})
         who = Group("", "", None, list(by_host.values())).who()
-        return f"could not be evaluated on {who}: {rules} rule{'s' if rules != 1 else ''} reading {self.areas}: {why}"
+        what = "that raised an error" if self.areas is None else f"reading {self.areas}"
+        return f"could not be evaluated on {who}: {rules} rule{'s' if rules != 1 else ''} {what}: {why}"
 
 
 def _reason(f: Finding) -> str:
@@ -87,10 +88,10 @@ def _reason(f: Finding) -> str:
 
 def unevaluated(report: Report) -> list[Fold]:
     """Unwaived "could not be evaluated" findings, one Fold per area(s) not read; widest first."""
-    folds: dict[str, Fold] = {}
+    folds: dict[str | None, Fold] = {}
     for f in report.findings:
         if not f.waived and _unevaluated(f):
             missing = f.evidence.get("missing")
-            areas = ", ".join(str(a) for a in missing) if isinstance(missing, list) and missing else "rule error"
+            areas = ", ".join(str(a) for a in missing) if isinstance(missing, list) and missing else None
             folds.setdefault(areas, Fold(areas)).findings.append(f)
-    return sorted(folds.values(), key=lambda fold: (-len(fold.findings), fold.areas))
+    return sorted(folds.values(), key=lambda fold: (-len(fold.findings), fold.areas or ""))
