@@ -152,6 +152,7 @@ def _points(conn: Store, path: Path, fact: str, host: str | None, last: int) -> 
 
 
 def run_trend(args: argparse.Namespace, env: Env) -> int:
+    series.parse_path(args.fact)  # a fact path that names a number, checked before the store is opened
     path = _path(args)
     conn = open_store(path, create=False, reader=True)
     try:

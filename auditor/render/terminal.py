@@ -7,7 +7,7 @@ from collections.abc import Callable
 from .. import textsafe
 from ..context import Env
 from ..models import HostResult
-from .view import unavailable
+from ..notread import not_read, not_read_words
 
 
 def progress_printer(env: Env) -> Callable[[HostResult, int, int], None] | None:
@@ -37,25 +37,22 @@ def host_line(result: HostResult) -> list[tuple[str, str | None]]:
 
 
 def _facts(result: HostResult) -> str:
-    """The facts part of an ok host's line."""
+    """The facts part of an ok host's line. What was not read is named by area in one word each (notread),
+    never shown as a value: no "0 enabled units" when systemd was not read, no "?"."""
     snap = result.snapshot or {}
     facts = snap["facts"]
-    os_name = (facts.get("os") or {}).get("pretty_name") or "?"
-    kernel = (facts.get("kernel") or {}).get("release") or "?"
-    systemd = facts.get("systemd") or {}
-    units = systemd.get("units") or []
-    looping = [str(u.get("name")) for u in units if (u.get("restarts") or 0) > 0]
-    dying = ((facts.get("cgroups") or {}).get("memory") or {}).get("dying")
-    bits = [os_name, f"kernel {kernel}", f"{len(systemd.get('enabled_units') or [])} enabled units"]
-    if looping:
-        bits.append("restarting: " + ",".join(looping[:3]))
-    bits.append(f"dying memcgs {dying if dying is not None else '?'}")
-    errors = snap.get("errors") or {}
-    answers = unavailable(errors, (snap.get("probe") or {}).get("failed_areas"))
-    if failures := sorted(set(errors) - set(answers)):
-        bits.append("errors: " + ",".join(failures))
-    if answers:  # a facility the host lacks (no systemd): an answer, as in the exit code, JUnit and Prometheus
-        bits.append("not available: " + ",".join(sorted(answers)))
-    if snap.get("not_applicable"):
-        bits.append("n/a: " + ",".join(sorted(snap["not_applicable"])))
+    os_name = (facts.get("os") or {}).get("pretty_name")
+    kernel = (facts.get("kernel") or {}).get("release")
+    bits = ([str(os_name)] if os_name else []) + ([f"kernel {kernel}"] if kernel else [])
+    systemd = facts.get("systemd")
+    if systemd is not None:
+        units = systemd.get("units") or []
+        bits.append(f"{len(systemd.get('enabled_units') or [])} enabled units")
+        if looping := [str(u.get("name")) for u in units if (u.get("restarts") or 0) > 0]:
+            bits.append("restarting: " + ",".join(looping[:3]))
+    if (dying := ((facts.get("cgroups") or {}).get("memory") or {}).get("dying")) is not None:
+        bits.append(f"dying memcgs {dying}")
+    missing = not_read(snap.get("errors") or {}, (snap.get("probe") or {}).get("failed_areas"),
+                       snap.get("not_applicable"))
+    bits.extend(f"{word}: {','.join(areas)}" for word, areas in not_read_words(missing))
     return textsafe.one_line("; ".join(bits))

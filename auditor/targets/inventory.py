@@ -172,7 +172,16 @@ def parse_target(target: str) -> tuple[str, dict[str, Any]]:
     if parts.scheme == "image":
         path = _image_target(parts, shown)
         return path, {"path": path}
-    raise InputError(f"unknown target {shown}: {usage}")
+    raise InputError(f"unknown target {shown}: {usage}{_target_hint(target)}")
+
+
+def _target_hint(target: str) -> str:
+    """What an unknown target most likely meant: an inventory file (`-i`), an image's root (`image://`)."""
+    if target.endswith((".yaml", ".yml")):
+        return f" (an inventory file? give it with -i {safe_target(target, quote=False)})"
+    if os.path.isdir(target):
+        return f" (did you mean {safe_target('image://' + os.path.abspath(target), quote=False)}?)"
+    return ""
 
 
 def targets_from_args(targets: list[str], check_paths: bool = False) -> list[HostSpec]:
