@@ -16,6 +16,17 @@ from .textsafe import block, json_text
 Styled = Iterable[tuple[str, str | None]]  # (text, style name or None): one terminal line in pieces
 
 
+def tolerant_streams() -> None:
+    """Let the process's own text streams replace what their encoding cannot show (a Latin-1 or C locale's
+    terminal gets `\\u2026` for `…`) rather than raise UnicodeEncodeError mid-report; files are written as
+    UTF-8 by their writers, whatever the locale."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 @dataclass
 class Env:
     """Where a command writes; tests pass StringIO streams."""
