@@ -140,17 +140,19 @@ class SSHTransport:
             if not os.path.isfile(key_file):
                 raise AuthFailed(f"{where}: identity file not found: {key_file}")
         client = paramiko.SSHClient()
+        known = None
         if self.known_hosts.is_file():
             try:
                 known = known_host_keys(self.known_hosts)
             except (OSError, paramiko.SSHException) as exc:
                 raise InputError(f"cannot read known_hosts: {exc}", str(self.known_hosts)) from None
             # only this host's entries, under the name paramiko looks up: the same check as loading the
-            # whole file into the client, without parsing every other host's keys again (O(1), not O(fleet))
+            # whole file into the client, without parsing every other host's keys again (O(1), not O(fleet));
+            # a key also @revoked for it is left out, so the policy sees it and refuses it
             name = hop.hostname if hop.port == 22 else f"[{hop.hostname}]:{hop.port}"
-            for key_type, key in (known.lookup(name) or {}).items():
+            for key_type, key in known.for_host(name).items():
                 client.get_host_keys().add(name, key_type, key)
-        client.set_missing_host_key_policy(HostKeyPolicy(self.known_hosts, self.opts.trust_on_first_use))
+        client.set_missing_host_key_policy(HostKeyPolicy(self.known_hosts, self.opts.trust_on_first_use, known))
         try:
             client.connect(
                 hop.hostname,
