@@ -7,6 +7,7 @@ ssh-keygen and sudo. Outside CI these tests skip when that is missing; with CI=t
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -423,6 +424,37 @@ def test_silent_listener_times_out_as_unreachable(lab: Lab) -> None:
         with pytest.raises(Unreachable):
             _run(lab.spec(target=f"ssh://root@127.0.0.1:{silent.getsockname()[1]}", connect_timeout=1), "x")
         assert time.monotonic() - started < 5
+
+
+def test_a_port_that_hangs_up_at_once_is_not_called_silent(lab: Lab) -> None:
+    """Issue 37 item 8: a server that closes the connection before any banner was reported as "no SSH banner
+    within 10.0s" after 0.0 s; it says the connection was closed."""
+    with socket.socket() as closing:
+        closing.bind(("127.0.0.1", 0))
+        closing.listen(8)
+
+        def hang_up() -> None:
+            with contextlib.suppress(OSError):
+                conn, _ = closing.accept()
+                conn.close()
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        with pytest.raises(Unreachable) as info:
+            _run(lab.spec(target=f"ssh://root@127.0.0.1:{closing.getsockname()[1]}", connect_timeout=10), "x")
+    assert "closed before the SSH banner" in str(info.value) and "within 10.0s" not in str(info.value), info.value
+
+
+def test_an_upper_case_scheme_takes_the_ssh_options(lab: Lab, tmp_path: Path) -> None:
+    """Issue 37 item 8: `SSH://` scanned but refused `--ssh-*` ("applies to ssh:// hosts"): schemes are
+    case-insensitive."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["scan", f"SSH://root@127.0.0.1:{lab.target.port}", "--ssh-known-hosts", str(lab.known_hosts),
+                 "--ssh-identity", str(lab.key), "-F", str(lab.base / "empty_ssh_config"), "--binary", "sh",
+                 "--format", "json", "--out", str(tmp_path / "r"), "--store", str(tmp_path / "h.sqlite3")],
+                Env(out, err))
+    assert code in (0, 1), err.getvalue()
+    [host] = json.loads((tmp_path / "r" / "report.json").read_text())["hosts"]
+    assert host["status"] == "ok" and host["target"].startswith("ssh://"), host
 
 
 # -- ProxyJump and ssh_config ----------------------------------------------------------------------

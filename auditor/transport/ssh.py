@@ -153,6 +153,7 @@ class SSHTransport:
             for key_type, key in known.for_host(name).items():
                 client.get_host_keys().add(name, key_type, key)
         client.set_missing_host_key_policy(HostKeyPolicy(self.known_hosts, self.opts.trust_on_first_use, known))
+        started = time.monotonic()
         try:
             client.connect(
                 hop.hostname,
@@ -175,6 +176,10 @@ class SSHTransport:
             silent = transport is not None and not transport.remote_version
             client.close()
             if silent and isinstance(exc, paramiko.SSHException) and not isinstance(exc, TransportError):
+                waited = time.monotonic() - started
+                if waited < timeout * 0.9:  # not the banner wait running out: the server hung up first
+                    raise Unreachable(f"{where}: the connection was closed before the SSH banner (after "
+                                      f"{waited:.1f}s): the port accepts TCP connections, then hangs up") from None
                 raise Unreachable(f"{where}: no SSH banner within {timeout:.1f}s: the port accepts TCP "
                                   "connections but does not speak SSH") from None
             raise map_connect_error(exc, hop, where, self.known_hosts, keyed) from None
