@@ -295,7 +295,8 @@ class _Inventory:
 def _has_password(jump: str) -> bool:
     """A ProxyJump value `[ssh://][user[:password]@]host[:port][,…]` with a password in any hop."""
     for hop in jump.split(","):
-        hop = hop.strip().removeprefix("ssh://")
+        hop = hop.strip()
+        hop = hop[6:] if hop[:6].lower() == "ssh://" else hop  # the scheme in any case
         userinfo, at, _ = hop.rpartition("@")
         if at and ":" in userinfo:
             return True
