@@ -3,6 +3,7 @@ what the terminal cannot show instead of crashing with exit 4, and the files it 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -73,3 +74,17 @@ def test_scan_summary_markdown_and_history_trend(latin1_env: dict[str, str], tmp
     assert "\\u" in text
     trend = shown(run(latin1_env, "history", "trend", "facts.cgroups.memory.dying"), 0)
     assert "\\u2026" in trend or "\\u2192" in trend
+
+
+def test_json_on_stdout_stays_valid_json_with_the_same_strings(latin1_env: dict[str, str], tmp_path: Path) -> None:
+    """What Latin-1 cannot hold is written as JSON's own `\\uXXXX` escape (a surrogate pair above U+FFFF), not
+    Python's `\\U0001f600`, which no JSON parser reads."""
+    name = "host-\U0001F600-\u2192"
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    snapshot = json.loads((SNAPSHOTS / "fleet-a1.json").read_text(encoding="utf-8"))
+    (snaps / "a.json").write_text(json.dumps({**snapshot, "name": name}), encoding="utf-8")
+    proc = run(latin1_env, "analyze", str(snaps), "--no-store", "--format", "json")
+    shown(proc, 1)
+    doc = json.loads(proc.stdout.decode("latin-1"))
+    assert [h["name"] for h in doc["hosts"]] == [name]
