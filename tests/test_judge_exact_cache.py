@@ -59,6 +59,11 @@ rules:
     select: "facts.systemd.units[*]"
     item: "name"
     evidence: {n: "`1`"}
+  - id: tricky.counted-or-empty
+    title: "{{ evidence.n }} binaries without a package"
+    severity: info
+    when: "length(facts.binaries[?found == `true` && package == `null`] || `[]`) > `0`"
+    evidence: {n: "length(facts.binaries[?found == `true` && package == `null`] || `[]`)"}
   - id: tricky.one-field
     title: "{{ evidence.n }} units restarted twice"
     severity: info
@@ -168,6 +173,9 @@ def test_a_rule_is_keyed_by_the_fields_it_reads_and_not_by_the_others() -> None:
     origin = next(r for r in ruleset.rules if r.id == "provenance.binary-unknown-origin")
     binary_fields = {name for name, _ in dict(origin.shapes)["binaries"][1][1]}
     assert {"found", "package", "source_url", "sha256"} <= binary_fields and "mtime" not in binary_fields
+    # a count of matching rows reads the condition's fields only: a kubelet-present gate is not keyed on mtimes
+    gated = next(r for r in ruleset.rules if r.id == "k8s.ip-forward-off")
+    assert dict(gated.shapes)["binaries"] == ("rows", ("obj", (("found", None), ("name", None))))
     judge = Judge(ruleset)
     base = recorded("fleet-b1")
     for i in range(20):  # differ only in pids and start times: one evaluation of the crash-loop rule

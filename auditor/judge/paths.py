@@ -185,6 +185,11 @@ def _function(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactS
         if arg["type"] == "expref":
             _walk(arg["children"][0], element(first), reads)
             continue
+        if name == "length" and (counted := _counted_filter(arg)) is not None:
+            # `length(rows[?cond])` reads how many rows match: the condition's fields, not the rows whole
+            # (a kubelet-present gate must not key a rule's cache on every binary's mtime)
+            _walk(counted, ctx, reads)
+            continue
         spec = _walk(arg, ctx, reads)
         reads.use(spec)
         if i == 0:
@@ -193,6 +198,16 @@ def _function(node: dict[str, Any], ctx: FactSpec | None, reads: Reads) -> FactS
         return first
     if name in _ELEMENT_OF_FIRST:
         return element(first)
+    return None
+
+
+def _counted_filter(arg: dict[str, Any]) -> dict[str, Any] | None:
+    """The filter projection whose rows `length()` counts: `rows[?cond]`, or `rows[?cond] || `[]``."""
+    if arg["type"] == "filter_projection":
+        return arg
+    kids = arg.get("children") or []
+    if arg["type"] == "or_expression" and kids[0]["type"] == "filter_projection" and kids[1]["type"] == "literal":
+        return kids[0]
     return None
 
 
