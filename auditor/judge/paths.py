@@ -205,7 +205,7 @@ def _counted_filter(arg: dict[str, Any]) -> dict[str, Any] | None:
     """The filter projection whose rows `length()` counts: `rows[?cond]`, or `rows[?cond] || `[]``."""
     if arg["type"] == "filter_projection":
         return arg
-    kids = arg.get("children") or []
+    kids: list[dict[str, Any]] = arg.get("children") or []
     if arg["type"] == "or_expression" and kids[0]["type"] == "filter_projection" and kids[1]["type"] == "literal":
         return kids[0]
     return None
