@@ -7,7 +7,7 @@ from collections.abc import Callable
 from .. import textsafe
 from ..context import Env
 from ..models import HostResult
-from .view import unavailable
+from .view import NOTES, unavailable
 
 
 def progress_printer(env: Env) -> Callable[[HostResult, int, int], None] | None:
@@ -52,8 +52,11 @@ def _facts(result: HostResult) -> str:
     bits.append(f"dying memcgs {dying if dying is not None else '?'}")
     errors = snap.get("errors") or {}
     answers = unavailable(errors, (snap.get("probe") or {}).get("failed_areas"))
-    if failures := sorted(set(errors) - set(answers)):
+    notes = NOTES if result.complete else frozenset()
+    if failures := sorted(set(errors) - set(answers) - notes):
         bits.append("errors: " + ",".join(failures))
+    if shown := sorted(notes & set(errors)):  # links read as chroot would, on a complete host
+        bits.append("notes: " + ",".join(shown))
     if answers:  # a facility the host lacks (no systemd): an answer, as in the exit code, JUnit and Prometheus
         bits.append("not available: " + ",".join(sorted(answers)))
     if snap.get("not_applicable"):

@@ -34,6 +34,9 @@ def show(value: Any) -> str:
 
 # Snapshot errors about the run as a whole, not one facts area: never "a facility the host lacks".
 RUN_ERRORS = frozenset({"probe", "framing", "image"})
+# Of those, what may stand on a complete host: the image reader's notes on links it read as chroot would
+# (a refused or cut read also fails the area that wanted it, so the host is incomplete then).
+NOTES = frozenset({"image"})
 
 
 def unavailable(errors: Mapping[str, str], failed_areas: Iterable[str] | None) -> dict[str, str]:
