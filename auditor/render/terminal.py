@@ -7,7 +7,7 @@ from collections.abc import Callable
 from .. import textsafe
 from ..context import Env
 from ..models import HostResult
-from .view import NOTES, unavailable
+from .view import NOTES, denied_facts, unavailable
 
 
 def progress_printer(env: Env) -> Callable[[HostResult, int, int], None] | None:
@@ -57,6 +57,8 @@ def _facts(result: HostResult) -> str:
         bits.append("errors: " + ",".join(failures))
     if shown := sorted(notes & set(errors)):  # links read as chroot would, on a complete host
         bits.append("notes: " + ",".join(shown))
+    if denied := denied_facts(errors):  # said once here, not once per rule that reads them
+        bits.append(f"permission denied, so unknown: {','.join(denied)} (root would read them)")
     if answers:  # a facility the host lacks (no systemd): an answer, as in the exit code, JUnit and Prometheus
         bits.append("not available: " + ",".join(sorted(answers)))
     if snap.get("not_applicable"):
