@@ -151,9 +151,11 @@ def test_a_home_the_scanner_cannot_enter_is_a_named_failure(tmp_path: Path) -> N
     assert proc.returncode == 3, proc.stdout + proc.stderr
     (host,) = report["hosts"]
     reason = host["collector_errors"]["hygiene"]
-    assert "shell_histories not read: /root/.bash_history: Permission denied" in reason, reason
-    assert "root_authorized_keys not read: /root/.ssh/authorized_keys: Permission denied" in reason, reason
+    assert "shell_histories not read: /root/.bash_history (and 8 more): Permission denied" in reason, reason
+    assert "root_authorized_keys not read: /root/.ssh/authorized_keys (and 1 more): Permission denied" in reason, reason
     assert prom_complete(out) == "0" and "collect hygiene" in junit_errors(out)
+    said = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "permission denied, so unknown" in ln]
+    assert len(said) == 1 and "shell_histories" in said[0] and "root would read them" in said[0], proc.stdout
 
 
 def test_a_link_read_as_chroot_would_is_a_note_on_a_complete_host(tmp_path: Path) -> None:

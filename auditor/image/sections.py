@@ -95,7 +95,8 @@ class ImageSections:
         self.check_time = fs.check_time  # the run's deadline and SIGINT/SIGTERM
         self.packages = Packages(fs, self.check_time)
         self._owners: dict[int, str] | None = None
-        self._failures: list[str] = []  # the section being produced: facts it could not read (`_failed`)
+        # the section being produced: the facts it could not read, their paths by (fact, why) (`_failed`)
+        self._failures: dict[tuple[str, str], list[str]] = {}
         self._failed_paths: set[str] = set()
 
     def identity(self) -> str:
@@ -260,7 +261,7 @@ class ImageSections:
     def _failed(self, fact: str, path: str, why: str) -> None:
         """A fact of the section being produced could not be read: named in it (a FAILED line), never an
         empty or "absent" answer; the section's other facts stand."""
-        self._failures.append(f"{fact} not read: {quote(path)}: {why}")
+        self._failures.setdefault((fact, why), []).append(quote(path))
         self._failed_paths.add("/" + "/".join(p for p in path.split("/") if p))
 
     def _regular(self, path: str, fact: str) -> stat_result | None:
@@ -293,11 +294,11 @@ class ImageSections:
         """probe.sh's s_hygiene for an image: metadata only (no key, history or secret content kept). A file
         the reader refuses fails its fact by name (`_failed`); the section's other facts stand."""
         lines = ["image=1", f"cloud_instances={len(self.fs.listdir('var/lib/cloud/instances') or [])}"]
-        failures = len(self._failures)
+        failures = len(self._failed_paths)
         machine_id = self._text("/etc/machine-id", 64, "machine_id_state")
         first = "".join(_first_line(machine_id).split())
         state = "absent" if machine_id is None else first if first in ("", "uninitialized") else "populated"
-        if len(self._failures) == failures:  # refused: unknown, never "absent"
+        if len(self._failed_paths) == failures:  # refused: unknown, never "absent"
             lines.append(f"machine_id_state={state or 'empty'}")
         for name in self.fs.listdir("etc/ssh") or []:
             path = f"/etc/ssh/{name}"
@@ -386,8 +387,9 @@ class ImageSections:
         """`body` and a FAILED line per read this section could not make: its producer's named facts, then
         every other refused or cut read noted while it ran (escapes are read as chroot would: no failure).
         With status 0 the section's other facts stand (collectors.py `_partial`)."""
-        reasons = self._failures + [n.line() for n in notes
-                                    if n.kind != "escape" and n.path not in self._failed_paths]
+        named = [f"{fact} not read: {paths[0]}{f' (and {len(paths) - 1} more)' if len(paths) > 1 else ''}: {why}"
+                 for (fact, why), paths in self._failures.items()]  # a home it may not enter: once per fact
+        reasons = named + [n.line() for n in notes if n.kind != "escape" and n.path not in self._failed_paths]
         return "\n".join([body, *(framing.failed_marker(self.nonce, r) for r in reasons)]) if reasons else body
 
     def text(self) -> str:
@@ -408,7 +410,7 @@ class ImageSections:
                 body, rc = "", RC_TIMED_OUT
             else:
                 noted = len(self.fs.notes)
-                self._failures, self._failed_paths = [], set()
+                self._failures, self._failed_paths = {}, set()
                 try:
                     self.check_time()
                     result = producers[spec.name]()
