@@ -159,3 +159,37 @@ def test_the_probe_over_ssh_without_sudo_names_what_it_could_not_read(base: Path
     assert result.snapshot is not None
     assert "shell_histories not read: /root: Permission denied" in result.snapshot["errors"]["hygiene"]
     assert result.snapshot["facts"]["hygiene"] is not None  # read in part, not failed whole
+
+
+@pytest.mark.fleet
+def test_over_ssh_without_sudo_on_a_fleet_host_whose_apt_is_as_a_real_hosts(fleet) -> None:  # noqa: ANN001
+    """The issue's fleet case: the test fleet's images have apt's `partial` directories 0755 root; here a2's
+    are made as on a real host (0700 _apt), root keeps a history, and a user without sudo scans it over
+    SSH. Restored afterwards."""
+    host, name = "a2", "audnonrootfleet"
+    root = fleet.host(host).root
+    partials = ["/var/cache/apt/archives/partial", "/var/lib/apt/lists/partial"]
+    modes = {p: (root / p.lstrip("/")).stat() for p in [*partials, "/root"]}
+    try:
+        fleet.exec(host, ["useradd", "-m", "-s", "/bin/sh", name], check=True)
+        fleet.exec(host, ["usermod", "-p", "*", name], check=True)
+        fleet.exec(host, ["install", "-d", "-m", "700", "-o", name, f"/home/{name}/.ssh"], check=True)
+        fleet.exec(host, ["install", "-m", "600", "-o", name, "/dev/stdin", f"/home/{name}/.ssh/authorized_keys"],
+                   input=Path(f"{fleet.identity_file}.pub").read_text(), check=True)
+        fleet.exec(host, ["sh", "-c", "echo 'sudo su' > /root/.bash_history; chmod 700 /root; "
+                          "chown _apt:root " + " ".join(partials) + "; chmod 700 " + " ".join(partials)], check=True)
+        opts = SSHOptions(identity_file=str(fleet.identity_file), known_hosts=str(fleet.known_hosts), sudo=False)
+        result = collect_host(HostSpec(host, f"ssh://{name}@{fleet.host(host).address}", ssh=opts), binaries=[],
+                              deadline_s=60)
+    finally:
+        fleet.exec(host, ["userdel", "-r", name])
+        fleet.exec(host, ["rm", "-f", "/root/.bash_history"])
+        for path, st in modes.items():
+            os.chown(root / path.lstrip("/"), st.st_uid, st.st_gid)
+            os.chmod(root / path.lstrip("/"), st.st_mode & 0o7777)
+    assert result.status == "ok", result.error
+    assert result.snapshot is not None and not result.complete
+    reason = result.snapshot["errors"]["hygiene"]
+    assert "shell_histories not read: /root: Permission denied" in reason, reason
+    assert "package_caches not read: /var/cache/apt: du: cannot read directory" in reason, reason
+    assert result.snapshot["facts"]["hygiene"]["machine_id_state"] == "populated"  # the rest stands
