@@ -77,7 +77,27 @@ def snapshot_files(dirs: tuple[str, ...]) -> list[str]:
         files.extend(str(p / n) for n in names)
     if not files:
         raise InputError("no *.json snapshot files in " + ", ".join(dirs))
+    if twice := _given_twice(files):
+        shown = ", ".join(twice[:5]) + (f", … {len(twice) - 5} more" if len(twice) > 5 else "")
+        raise InputError(f"{len(twice)} snapshot file{'s' if len(twice) != 1 else ''} given twice (the same DIR "
+                         f"twice, or one linked into another): {shown}; give each DIR once")
     return files
+
+
+def _given_twice(files: list[str]) -> list[str]:
+    """The files that are the same file as one listed before them (same device and inode; else same path)."""
+    seen: set[object] = set()
+    out = []
+    for name in files:
+        try:
+            st = os.stat(name)
+            identity: object = (st.st_dev, st.st_ino)
+        except OSError:  # unreadable: refused by name when read
+            identity = os.path.abspath(name)
+        if identity in seen:
+            out.append(name)
+        seen.add(identity)
+    return out
 
 
 def prepare(opts: AnalyzeOptions) -> AnalyzePlan:

@@ -6,6 +6,9 @@ over the destination, so readers never see half a file and a failure leaves noth
 first, then all renames; when anything fails (disk full, read-only, a refused rename) the renamed files
 are put back from backups of the previous ones, no temporary file is left and OutputError (exit 3) says
 which file and why: the set is replaced as a whole or not at all.
+Two runs writing one directory's set (`--out`) are serialised: the replace phase holds an exclusive flock on
+the directory, so sets never mix; temporaries and backups carry their writer's pid, and those of a writer
+no longer alive (a SIGKILLed run) are removed by the next set written there.
 `check_writable_dir` proves, before any host is contacted, that a directory can be created and written
 (it creates what is missing and a probe file, then removes both), raising InputError naming the option.
 """
@@ -13,10 +16,13 @@ which file and why: the set is replaced as a whole or not at all.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeAlias
 
@@ -26,8 +32,16 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: files get the usual 0666 & ~umask mode, not mkstemp's 0600
 
 
+LOCK_WAIT_S = 120.0  # another run's replace phase takes milliseconds; a stuck one is named, not waited for forever
+
+
+def _prefix(path: Path) -> str:
+    """Temporaries and backups are `.NAME.PID.XXXXXXXX.tmp|old`: the pid says whether their writer still lives."""
+    return f".{path.name}.{os.getpid()}."
+
+
 def _temp_beside(path: Path, kind: str = "tmp") -> str:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{kind}", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_prefix(path), suffix=f".{kind}", dir=path.parent)
     os.close(fd)
     return tmp
 
@@ -39,7 +53,7 @@ def _write_temp(path: Path, text: Content, mode: int | None) -> str:
     """A unique temporary file beside `path` holding `text`, with its final mode; removed if writing fails
     (a piece that cannot be made included)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             if isinstance(text, (str, bytes)):
@@ -142,7 +156,74 @@ def _not_saved(path: Path, exc: OSError) -> OutputError:
                        "(the previous files are unchanged)")
 
 
+@contextlib.contextmanager
+def _locked(directories: Iterable[Path], wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """An exclusive flock on each directory (sorted: two sets never wait on each other in turn), held while a
+    set is replaced there. The directory itself is locked, so nothing is left in it."""
+    fds: list[int] = []
+    try:
+        for directory in sorted(set(directories)):
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            fds.append(fd)
+            if not _flock_within(fd, wait_s):
+                raise OutputError(f"incomplete: results not saved: another run has been writing {directory} "
+                                  f"for over {wait_s:.0f}s (the previous files are unchanged)")
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)  # releases the lock
+
+
+def _flock_within(fd: int, wait_s: float) -> bool:
+    deadline = time.monotonic() + wait_s
+    while not _try_flock(fd):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+_LEFTOVER = re.compile(r"\.(\d+)\.[^.]+\.(?:tmp|old)$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, someone else's
+        return True
+    return True
+
+
+def _clean_leftovers(paths: Iterable[Path]) -> None:
+    """Remove the temporaries and backups that a killed writer left beside `paths` (its pid no longer alive)."""
+    for path in paths:
+        prefix = f".{path.name}."
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(path.parent):
+                match = _LEFTOVER.fullmatch(entry.name[len(prefix) - 1:]) if entry.name.startswith(prefix) else None
+                if match and int(match.group(1)) != os.getpid() and not _alive(int(match.group(1))):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+
+
 def _replace_all(temps: list[tuple[Path, str]]) -> None:
+    """Under the directories' lock: leftovers of killed writers removed, then each staged temporary renamed."""
+    with _locked(path.parent for path, _ in temps):
+        _clean_leftovers(path for path, _ in temps)
+        _replace_locked(temps)
+
+
+def _replace_locked(temps: list[tuple[Path, str]]) -> None:
     """Rename each staged temporary over its file; on any failure put the previous set back."""
     backups: dict[Path, str | None] = {}
     renamed: list[Path] = []

@@ -15,7 +15,7 @@ import traceback
 from typing import Protocol, cast
 
 from . import __version__, exitcodes, interrupt, textsafe
-from .context import Env
+from .context import Env, tolerant_streams
 from .errors import AuditorError, InputError
 
 
@@ -95,7 +95,9 @@ def internal_error_line(exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None, env: Env | None = None) -> int:
-    env = env or Env()
+    if env is None:
+        tolerant_streams()
+        env = Env()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _wants_debug(argv)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import os
@@ -14,6 +15,36 @@ from .colour import enabled, paint
 from .textsafe import block, json_text
 
 Styled = Iterable[tuple[str, str | None]]  # (text, style name or None): one terminal line in pieces
+
+
+def _escape(exc: UnicodeError) -> tuple[str, int]:
+    """What an encoding cannot hold as `\\uXXXX` (a surrogate pair above U+FFFF): the escape JSON itself uses, so
+    a report printed in a Latin-1 or ASCII locale is still valid JSON with the same strings, and readable."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = []
+    for ch in exc.object[exc.start:exc.end]:
+        code = ord(ch)
+        if code > 0xFFFF:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out), exc.end
+
+
+codecs.register_error("ami-auditor-escape", _escape)
+
+
+def tolerant_streams() -> None:
+    """Let the process's own text streams escape what their encoding cannot show (a Latin-1 or C locale's
+    terminal gets `\\u2026` for `…`) rather than raise UnicodeEncodeError mid-report; files are written as
+    UTF-8 by their writers, whatever the locale."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="ami-auditor-escape")
 
 
 @dataclass

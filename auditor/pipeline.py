@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import exitcodes
 from .app import iter_hosts
@@ -110,6 +111,7 @@ class Saved:
     told: render_stage.Told
     unsaved: OutputError | None  # the reports could not be written (a full or read-only disk)
     not_recorded: str | None  # why the store did not take the run (locked, refused, never opened)
+    written: tuple[Path, ...] = ()  # the report files written (--out), each told as `wrote PATH`
 
 
 def save(core: Evaluation, report: Report, session: Session | None, plan: RenderPlan, env: Env, term: Env,
@@ -120,16 +122,17 @@ def save(core: Evaluation, report: Report, session: Session | None, plan: Render
     told = render_stage.tell(report) if not term.quiet else []
     doc = report_to_dict(report) if need_doc or render_stage.writes(plan) or session is not None else None
     unsaved: OutputError | None = None
+    written: list[Path] = []
     if doc is not None:
         let_go(report)
         try:
-            render_stage.write(plan, doc, env)
+            written = render_stage.write(plan, doc, env)
         except OutputError as exc:
             unsaved = exc
         if session is not None:
             rows = history_stage.pending(session, core.extras(), core.spare())
             not_recorded = history_stage.finish(session, doc, rows, now_iso())
-    return Saved(doc, told, unsaved, not_recorded)
+    return Saved(doc, told, unsaved, not_recorded, tuple(written))
 
 
 def conclude(saved: Saved, report: Report, session: Session | None, env: Env, term: Env) -> int:
@@ -139,6 +142,8 @@ def conclude(saved: Saved, report: Report, session: Session | None, env: Env, te
         env.err(f"ami-auditor: error: {saved.not_recorded}")
         report.exit_code = exitcodes.combine(report.exit_code == exitcodes.FINDINGS, True)
     render_stage.show(saved.told, report.exit_code, term)
+    for path in saved.written:
+        term.out(f"wrote {path}")
     if session is not None and not saved.not_recorded:
         term.out(f"recorded as scan {session.scan_id} in {session.path}")
     return report.exit_code

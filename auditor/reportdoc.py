@@ -17,6 +17,7 @@ from .errors import InputError
 from .facttypes import SystemdUnitsRow
 from .jsonload import json_pointer, load_json_file
 from .models import SEVERITIES, DriftItem, Finding, HostResult, Report
+from .notread import not_read_doc
 from .schemacheck import FastCheck
 from .snapshotdoc import Facts, Snapshot
 
@@ -34,6 +35,8 @@ def _host(result: HostResult) -> dict[str, Any]:
         "not_applicable": sorted(snap.get("not_applicable") or ()),
         "complete": result.complete,
         "failed_areas": list((snap.get("probe") or {}).get("failed_areas") or []),
+        "not_read": not_read_doc(snap.get("errors") or {}, (snap.get("probe") or {}).get("failed_areas"),
+                                 snap.get("not_applicable")),
         "facts_summary": result.summary or (facts_summary(snap) if snap else None),
     }
 
@@ -43,7 +46,8 @@ def facts_summary(snap: Snapshot) -> dict[str, Any]:
     facts = snap.get("facts") or {}
     host = snap.get("host") or {}
     memory = (facts.get("cgroups") or {}).get("memory") or {}
-    units = [u for u in (facts.get("systemd") or {}).get("units") or [] if isinstance(u, dict)]
+    systemd = facts.get("systemd")
+    units = [u for u in (systemd or {}).get("units") or [] if isinstance(u, dict)]
     return {
         "hostname": host.get("hostname"),
         "instance_id": host.get("instance_id"),
@@ -52,7 +56,7 @@ def facts_summary(snap: Snapshot) -> dict[str, Any]:
         "os": (facts.get("os") or {}).get("pretty_name"),
         "kernel": (facts.get("kernel") or {}).get("release"),
         "dying_memcgs": memory.get("dying"),
-        "enabled_units": len((facts.get("systemd") or {}).get("enabled_units") or []),
+        "enabled_units": None if systemd is None else len(systemd.get("enabled_units") or []),  # None: not read
         "restarts": _restarts(units),
         "unit_restarts": _unit_restarts(units),
         "cpu": _cpu(facts),

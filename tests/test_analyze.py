@@ -7,6 +7,7 @@ the run; bad input exits 2 before any snapshot is read, with nothing written."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
@@ -219,19 +220,25 @@ def test_workers_over_several_batches_finish_and_are_reaped(tmp_path: Path) -> N
     assert len(doc["hosts"]) == files.BATCH * 2 + 37 and all(h["status"] == "ok" for h in doc["hosts"])
 
 
-def test_sigterm_stops_the_analysis_and_its_workers(tmp_path: Path) -> None:
-    d = _many(tmp_path / "many", files.BATCH * 6)
-    proc = subprocess.Popen([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--jobs", "2", "--out",
-                             str(tmp_path / "out")], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _both_workers(parent: int) -> set[int]:
+    """The pids of `parent`'s two workers, once both exist."""
     children: set[int] = set()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(children) < 2:  # wait for both workers to exist
+    while time.monotonic() < deadline and len(children) < 2:
         try:
-            children = {int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()}
+            children = {int(c) for c in Path(f"/proc/{parent}/task/{parent}/children").read_text().split()}
         except OSError:
             break
         time.sleep(0.05)
     assert len(children) == 2, "the workers never started"
+    return children
+
+
+def test_sigterm_stops_the_analysis_and_its_workers(tmp_path: Path) -> None:
+    d = _many(tmp_path / "many", files.BATCH * 6)
+    proc = subprocess.Popen([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--jobs", "2", "--out",
+                             str(tmp_path / "out")], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    children = _both_workers(proc.pid)
     proc.send_signal(signal.SIGTERM)
     try:
         code = proc.wait(timeout=30)
@@ -244,6 +251,37 @@ def test_sigterm_stops_the_analysis_and_its_workers(tmp_path: Path) -> None:
              and Path(f"/proc/{c}/stat").read_text().split()[2] != "Z"]
     assert alive == [], "workers left running"
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_kill_9_of_analyze_takes_its_workers_with_it(tmp_path: Path) -> None:
+    """Issue 37 item 7: SIGKILL leaves no handler to stop the pool; the workers (busy in their batches) lived on
+    for many minutes. They ask for SIGKILL at their parent's death (PR_SET_PDEATHSIG)."""
+    d = _many(tmp_path / "many", files.BATCH * 6)
+    proc = subprocess.Popen([sys.executable, "-m", "auditor.cli", "analyze", str(d), "--jobs", "2", "--no-store",
+                             "--out", str(tmp_path / "out")], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    children = _both_workers(proc.pid)
+    proc.kill()
+    proc.wait(timeout=30)
+
+    def alive() -> list[int]:
+        return [c for c in children if Path(f"/proc/{c}").exists() and _state(c) not in ("Z", "X")]
+
+    deadline = time.monotonic() + 10  # a bound, not a timing: they used to live on for minutes
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = alive()
+    for pid in left:  # do not leave them behind this test either
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], "workers outlived their parent"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "X"
 
 
 def test_the_report_lets_go_of_its_findings_before_the_reports_are_written(tmp_path: Path,

@@ -47,10 +47,12 @@ def test_ids_are_deterministic_per_rule_host_and_item() -> None:
 
 def test_ec2_hosts_are_instances_and_others_are_other() -> None:
     doc = load("fleet-scan")
-    out = asff.documents(doc, region="eu-west-1", account="123456789012")
-    ec2 = out[0]["Resources"][0]
     host = next(h for h in doc["hosts"] if h["name"] == doc["findings"][0]["host"])
     iid = host["facts_summary"]["instance_id"]
+    assert asff.documents(doc, region="eu-west-1", account="123456789012")[0]["Resources"][0]["Type"] == "Other"
+    host["labels"]["instance_id"] = iid  # as EC2 discovery or an inventory label gives it
+    out = asff.documents(doc, region="eu-west-1", account="123456789012")
+    ec2 = out[0]["Resources"][0]
     assert ec2["Type"] == "AwsEc2Instance" and ec2["Region"] == "us-east-1"  # the host's own AZ's region
     assert ec2["Id"] == f"arn:aws:ec2:us-east-1:123456789012:instance/{iid}"
     assert ec2["Details"]["AwsEc2Instance"]["ImageId"] == host["facts_summary"]["ami_id"]
@@ -85,7 +87,7 @@ def test_hostile_text_is_escaped_and_cut_to_the_asff_limits() -> None:
 
 def test_the_instance_the_scanner_reached_wins_over_the_one_the_host_reports() -> None:
     """A snapshot is untrusted (and a baked image can carry its build instance's cloud-init data): the
-    ssm:// target, then EC2/inventory labels, name the instance; the host's own claim only when neither does."""
+    ssm:// target, then EC2/inventory labels, name the instance; never the host's own claim."""
     claims = {"instance_id": "i-0aaaaaaaaaaaaaaaa", "ami_id": "ami-0aaaaaaaaaaaaaaaa", "az": "eu-west-1a"}
     host = {"name": "b2", "target": "ssm://i-0bbbbbbbbbbbbbbbb?region=us-east-1", "facts_summary": claims,
             "labels": {"instance_id": "i-0cccccccccccccccc", "ami_id": "ami-0cccccccccccccccc", "az": "us-east-1b"}}
@@ -94,7 +96,12 @@ def test_the_instance_the_scanner_reached_wins_over_the_one_the_host_reports() -
     assert ec2["Id"] == "arn:aws:ec2:us-east-1:123456789012:instance/i-0bbbbbbbbbbbbbbbb"
     assert ec2["Details"]["AwsEc2Instance"]["ImageId"] == "ami-0cccccccccccccccc" and ec2["Region"] == "us-east-1"
     by_ssh = {**host, "target": "ssh://10.0.0.5"}
-    assert asff.instance_of(by_ssh) == "i-0cccccccccccccccc"
-    assert asff.instance_of({**by_ssh, "labels": {"az": "b"}}) == "i-0aaaaaaaaaaaaaaaa"
-    only_claims = asff.resource({**by_ssh, "labels": {"az": "b"}}, "b2", "us-east-1", "123456789012")
+    assert asff.instance_of(by_ssh) == "i-0cccccccccccccccc" and asff.unestablished(by_ssh) is None
+    assert asff.instance_of({**host, "target": "SSM://i-0bbbbbbbbbbbbbbbb"}) == "i-0bbbbbbbbbbbbbbbb"
+    # the host's own claim alone never names the instance: a compromised host would steer findings onto another
+    claims_only = {**by_ssh, "labels": {"az": "b"}}
+    assert asff.instance_of(claims_only) is None
+    assert "reports instance i-0aaaaaaaaaaaaaaaa of itself, not established" in str(asff.unestablished(claims_only))
+    only_claims = asff.resource(claims_only, "b2", "us-east-1", "123456789012")
+    assert only_claims["Type"] == "Other" and "i-0aaaaaaaaaaaaaaaa" not in json.dumps(only_claims).replace("ami-", "")
     assert only_claims["Region"] == "eu-west-1"  # a label that is no AZ falls back to the host's

@@ -116,3 +116,19 @@ def test_a_captured_baseline_loads_back_and_leaves_volatile_facts_out(tmp_path: 
     for word in ("host.", "uptime", "boot_id", "restarts", "main_pid", "dying", "mtime", "machine_id", ".cores["):
         assert word not in facts, word
     assert "unit_files[systemd-journald.service]" not in text  # static: not a configuration choice
+
+
+def test_capture_round_trips_unit_names_with_line_breaks(tmp_path: Path) -> None:
+    """Issue 37 item 8: a unit name holding `\\n`, U+0085 or U+2028 (systemd escapes them, a hostile snapshot
+    need not) made `baseline capture` write YAML it could not load back, blaming its own scratch file."""
+    snapshot = json.loads((FLEET / "golden.json").read_text())
+    names = ["evil\nx.service", "evil\x85y.service", "evil\u2028z.service"]
+    snapshot["facts"]["systemd"]["unit_files"] += [{"name": n, "state": "enabled", "preset": None} for n in names]
+    src = tmp_path / "snap.json"
+    src.write_text(json.dumps(snapshot))
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["baseline", "capture", "--snapshot", str(src), "-o", str(tmp_path / "b.yaml")], Env(out, err))
+    assert code == 0, err.getvalue()
+    baseline = load_baseline(str(tmp_path / "b.yaml"))
+    for name in names:
+        assert baseline.expect[f"facts.systemd.unit_files[{name}].state"].matches("enabled")

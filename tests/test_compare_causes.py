@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from auditor.chaingraph import upstream as rules_upstream
 from auditor.compare.index import index_snapshots
 from auditor.compare.symptom import Symptom, symptom_section
 from auditor.judge.engine import Judge
@@ -39,7 +40,11 @@ def test_crash_loop_symptom_ranks_the_looping_units_own_fact_before_kubelet() ->
     assert top[0]["relation"] == "subject"
     kubelet = next(r for r in top if r["path"] == "facts.binaries[kubelet].source_host")
     assert kubelet["p_value"] == top[0]["p_value"]  # separates exactly as well: only the cause order differs
+    # k8s.swap-enabled and k8s.cgroup-driver-mismatch read the kubelet and lead to crash loops, but fired on
+    # no host here: declared upstream is not upstream on these hosts
     assert "relation" not in kubelet
+    assert {"k8s.swap-enabled", "k8s.cgroup-driver-mismatch"} <= rules_upstream(load_rules().graph(),
+                                                                                "systemd.unit-crash-looping")
 
 
 def test_a_symptom_about_kubelet_ranks_kubelet_facts_first() -> None:

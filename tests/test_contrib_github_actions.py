@@ -74,14 +74,33 @@ def test_the_input_guard_refuses_bad_ids(tmp_path: Path) -> None:
     (tmp_path / "baselines").mkdir()
     (tmp_path / "baselines/golden.yaml").write_text("expect: {}\n")
 
-    def check(ami: str, region: str = "us-east-1") -> int:
-        env = {"PATH": os.environ["PATH"], "AMI_ID": ami, "AMI_REGION": region, "BASELINE": "baselines/golden.yaml"}
+    def check(ami: str, region: str = "us-east-1", commit: str = "0123456789abcdef" * 2 + "01234567") -> int:
+        env = {"PATH": os.environ["PATH"], "AMI_ID": ami, "AMI_REGION": region, "BASELINE": "baselines/golden.yaml",
+               "AUDITOR_COMMIT": commit}
         return subprocess.run(["bash", "-e", "-c", guard], cwd=tmp_path, env=env, capture_output=True).returncode
 
     assert check("ami-0123456789abcdef0") == 0 and check("ami-01234567") == 0
     for bad in ("ami-0123456789abcdef0; id", "ami-XYZ", "", "ami-0123456789abcdef0\nx", "$(id)"):
         assert check(bad) == 2, bad
     assert check("ami-0123456789abcdef0", region="us-east-1;id") == 2
+    # the ami-auditor source must be a full commit id: the placeholder, a branch or a short id are refused
+    for commit in (workflow()["jobs"]["audit"]["env"]["AUDITOR_COMMIT"], "main", "v1.0.0", "0123456"):
+        assert check("ami-0123456789abcdef0", commit=commit) == 2, commit
+
+
+def test_ami_auditor_is_built_from_the_pinned_commit_and_run_from_its_venv() -> None:
+    """What runs as root is the wheel built from the checkout of AUDITOR_COMMIT, never a name from an index."""
+    names = [s["name"] for s in steps()]
+    source = step("Check out ami-auditor at the pinned commit")
+    assert source["with"]["repository"] == "${{ env.AUDITOR_REPOSITORY }}"
+    assert source["with"]["ref"] == "${{ env.AUDITOR_COMMIT }}" and source["with"]["persist-credentials"] is False
+    assert names.index("Check the inputs") < names.index("Check out ami-auditor at the pinned commit")
+    build = step("Build and install ami-auditor from that checkout")["run"]
+    src = source["with"]["path"]
+    assert f"pip wheel --no-deps -w .ami-auditor-dist ./{src}" in build
+    assert "pip install .ami-auditor-dist/ami_auditor-*.whl" in build
+    audit = step("Audit the AMI against the golden baseline")["run"]
+    assert audit.lstrip().startswith("sudo -E .ami-auditor-venv/bin/ami-auditor scan ")
 
 
 def test_the_scan_command_is_one_ami_auditor_accepts() -> None:
@@ -89,7 +108,7 @@ def test_the_scan_command_is_one_ami_auditor_accepts() -> None:
     env = {"AMI_ID": "ami-0123456789abcdef0", "AMI_REGION": "eu-west-1", "BASELINE": "baselines/golden.yaml",
            "FAIL_ON": "high", "PATH": "/usr/bin"}
     argv = [re.sub(r"\$\{?(\w+)\}?", lambda m: env[m.group(1)], word) for word in shlex.split(script)]
-    argv = argv[argv.index("ami-auditor") + 1:]
+    argv = argv[next(i for i, word in enumerate(argv) if word.endswith("bin/ami-auditor")) + 1:]
     args = build_parser().parse_args(argv)
     assert args.command == "scan" and args.targets == ["ami://ami-0123456789abcdef0?region=eu-west-1"]
     assert parse_target(args.targets[0]) == ("ami-0123456789abcdef0", {"region": "eu-west-1"})

@@ -117,7 +117,7 @@ def prom_complete(out: Path) -> str:
 
 def test_the_cli_says_incomplete_the_same_way_everywhere(tmp_path: Path) -> None:
     """All three refusals in one image: exit 3, `complete` false, host_complete 0, JUnit errors for the
-    failed areas, the terminal's errors list — and each area's error names its file."""
+    failed areas, the terminal's failed list — and each area's error names its file."""
     root = with_history(make_root(tmp_path / "root"))
     fifo_machine_id(root)
     history_loop(root)
@@ -132,7 +132,7 @@ def test_the_cli_says_incomplete_the_same_way_everywhere(tmp_path: Path) -> None
     errors = junit_errors(out)
     assert "/etc/machine-id" in errors["collect hygiene"] and "/root/.bash_history" in errors["collect hygiene"]
     assert "/var/lib/dpkg/status" in errors["collect packages"]
-    line = next(ln for ln in proc.stdout.splitlines() + proc.stderr.splitlines() if "errors:" in ln)
+    line = next(ln for ln in proc.stdout.splitlines() + proc.stderr.splitlines() if "failed:" in ln)
     assert "hygiene" in line and "packages" in line
 
 

@@ -131,7 +131,8 @@ def test_check_jsonschema_and_the_loader_agree_on_waiver_expires(tmp_path: Path,
 
 
 def readme_blocks() -> list[Any]:
-    text = (ROOT / "README.md").read_text()
+    """The YAML examples of README and the documentation site (docs/*.md)."""
+    text = "\n".join(p.read_text() for p in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))))
     return [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
 
 

@@ -11,6 +11,7 @@ import pytest
 from auditor.errors import InputError
 from auditor.models import HostSpec, SSHOptions
 from auditor.targets.inventory import load_inventory, parse_target, targets_from_args
+from auditor.transport.ssh import resolve_route
 
 
 def _write(tmp_path: Path, text: str, name: str = "fleet.yaml") -> Path:
@@ -157,6 +158,21 @@ def test_a_password_in_an_ssh_user_is_refused_and_never_echoed(tmp_path: Path) -
     err = _error(tmp_path, "hosts:\n  - name: a\n    target: local\n    ssh: {user: 'root:s3cret'}\n")
     assert (err.line, err.column) == (4, 11)
     assert "passwords are refused" in err.message and "s3cret" not in str(err)
+
+
+def test_target_schemes_are_case_insensitive(tmp_path: Path) -> None:
+    """Issue 37 item 8: `SSH://` is `ssh://` everywhere (URL schemes are case-insensitive): the target, written
+    canonically for every later check, and a ProxyJump hop (`SSH://root@b` has no password)."""
+    [direct] = targets_from_args(["SSH://root@10.0.0.5:2222"])
+    assert direct.target == "ssh://root@10.0.0.5:2222" and direct.name == "10.0.0.5:2222"
+    [host] = load_inventory(_write(tmp_path, "hosts:\n  - name: a\n    target: Ssh://10.0.0.6\n"
+                                             "    ssh: {proxy_jump: 'SSH://root@bastion:2222'}\n"))
+    assert host.target == "ssh://10.0.0.6" and host.ssh.proxy_jump == "SSH://root@bastion:2222"
+    empty = tmp_path / "ssh_config"
+    empty.write_text("")
+    route = resolve_route(HostSpec(host.name, host.target, ssh=SSHOptions(proxy_jump=host.ssh.proxy_jump,
+                                                                       ssh_config=str(empty))))
+    assert [(h.user, h.hostname, h.port) for h in route[:-1]] == [("root", "bastion", 2222)]
 
 
 def test_empty_and_missing_files(tmp_path: Path) -> None:

@@ -136,3 +136,40 @@ def test_each_expired_waiver_counts_the_findings_it_would_have_waived(tmp_path: 
     systemd_findings = len([x for x in report.findings if x.rule.startswith("systemd.")])
     assert [n.endswith(f"no longer applied ({count} finding(s) it would have waived)")
             for n, count in zip(report.notes, (1, systemd_findings))] == [True, True], report.notes
+
+
+def test_waiver_expiry_is_judged_on_the_utc_date_whatever_the_scanner_s_time_zone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37 item 8: reports are UTC, so is a waiver's last day. A zone whose date differs from UTC's right now
+    (UTC+14 from 10:00 UTC, else UTC-12) flipped the exit code when the scanner used its local date."""
+    import io
+    import shutil
+    import time
+
+    from auditor.cli import main
+    from auditor.context import Env
+
+    now = dt.datetime.now(dt.timezone.utc)
+    zone, expires = ("Etc/GMT-14", now.date()) if now.hour >= 10 else ("Etc/GMT+12", now.date() - dt.timedelta(1))
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    for name in ("fleet-a1", "fleet-b1"):
+        shutil.copy(Path(__file__).parent / "data" / "snapshots" / f"{name}.json", snaps)
+    waivers = tmp_path / "waivers.yaml"
+    waivers.write_text(f"waivers:\n  - rule: '*'\n    hosts: ['*']\n    reason: accepted (OPS-1)\n"
+                       f"    expires: {expires}\n")
+
+    def exit_code(tz: str) -> tuple[int, str]:
+        monkeypatch.setenv("TZ", tz)
+        time.tzset()
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["analyze", str(snaps), "--waivers", str(waivers), "--no-store"], Env(out, err))
+        return code, err.getvalue()
+
+    try:
+        in_utc, there = exit_code("UTC"), exit_code(zone)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert in_utc[0] == (0 if expires >= now.date() else 1), in_utc[1]
+    assert there[0] == in_utc[0], there[1]

@@ -128,3 +128,55 @@ def test_a_baseline_from_goldens_root_gates_the_az_roots(fleet, tmp_path: Path) 
     notes = json.loads(out)
     assert code == 1 and [s["area"] for s in notes["sections"]][:2] == ["units", "binaries"]
     assert notes["sections"][0]["changes"][0]["subject"] == "ecs.service" and notes["unknown"] == []
+
+
+def baked(root: Path, machine_id: str, history: str) -> Path:
+    """An image root left with what first boot and the build session leave: a real SSH host key made by
+    ssh-keygen, a machine-id and root's shell history."""
+    import subprocess
+
+    (root / "etc/ssh").mkdir(parents=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "", "-f",
+                    str(root / "etc/ssh/ssh_host_ed25519_key")], check=True)
+    (root / "etc/machine-id").write_text(machine_id + "\n")
+    (root / "root").mkdir(exist_ok=True)
+    (root / "root/.bash_history").write_text(history + "\n")
+    return root
+
+
+def test_newly_baked_host_keys_and_machine_id_are_listed_though_host_keys_are_volatile(tmp_path: Path) -> None:
+    """`scan` flags a baked SSH host key HIGH; drift leaves host keys out (volatile: each live host has its own),
+    but release notes between two images list what appeared: real keys made by ssh-keygen in the new root."""
+    import shutil
+
+    a, b = make_root(tmp_path / "a"), make_root(tmp_path / "b")
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen missing (openssh-client)")
+    baked(b, "0123456789abcdef0123456789abcdef", "aws configure")
+    code, out = run("diff", "--format", "json", f"image://{a}", f"image://{b}")
+    notes = json.loads(out)
+    hygiene = {c["subject"]: c for s in notes["sections"] if s["area"] == "hygiene" for c in s["changes"]}
+    key = hygiene["/etc/ssh/ssh_host_ed25519_key"]
+    assert (key["change"], key["severity"], key["before"]) == ("added", "high", None)
+    assert "type=ed25519" in key["after"] and "fingerprint=SHA256:" in key["after"]
+    assert hygiene["machine_id_state"]["after"] == "populated" and hygiene["machine_id_state"]["severity"] == "high"
+    assert hygiene["/root/.bash_history"]["change"] == "added"
+    assert code == 1 and notes["sections"][0]["area"] == "hygiene"
+    code, md = run("diff", "--format", "md", f"image://{a}", f"image://{b}")
+    assert "| high | /etc/ssh/ssh\\_host\\_ed25519\\_key | added |" in md, md
+    code, text = run("diff", f"image://{a}", f"image://{b}")  # plain `diff` says it too
+    assert code == 1 and "added    [high] facts.hygiene.ssh_host_keys[/etc/ssh/ssh_host_ed25519_key]" in text, text
+    c = baked(make_root(tmp_path / "c"), "fedcba9876543210fedcba9876543210", "history -c")  # its own key, same path
+    code, out = run("diff", "--format", "json", f"image://{b}", f"image://{c}")
+    assert code == 0 and json.loads(out)["changes"] == 0, out
+
+
+def test_appeared_severities_are_the_image_packs() -> None:
+    import yaml
+
+    from auditor.compare.release import APPEARED_SEVERITY
+
+    pack = yaml.safe_load((Path(__file__).parents[1] / "rules" / "image.yaml").read_text(encoding="utf-8"))
+    for name, severity in APPEARED_SEVERITY.items():
+        rules = [r for r in pack["rules"] if f"facts.hygiene.{name}" in f"{r.get('select', '')} {r.get('when', '')}"]
+        assert rules and {r["severity"] for r in rules} == {severity}, (name, rules)

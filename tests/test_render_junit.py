@@ -175,7 +175,7 @@ def test_a_missing_facility_is_skipped_with_its_reason_not_an_error(jenkins_sche
     assert "error" not in got.values()
     assert got[("nosystemd", "collect systemd")] == "skipped"
     skipped = ET.fromstring(xml).find(".//testcase[@name='collect systemd']/skipped")
-    assert skipped.get("message").startswith("systemd not available: systemd is not running")
+    assert skipped.get("message").startswith("systemd not collected: systemd is not running")
 
 
 def test_a_failed_collection_stays_an_error_next_to_a_missing_facility() -> None:
@@ -211,11 +211,11 @@ def test_scan_local_exit_code_prometheus_and_junit_agree(tmp_path: Path) -> None
     line = next(ln for ln in out.getvalue().splitlines() if ln.startswith("local "))
     answers = sorted(set(host["collector_errors"]) - set(host["failed_areas"]))
     if answers:  # this VM: no systemd as PID 1
-        assert f"not available: {','.join(answers)}" in line and "errors:" not in line, line
+        assert f"not collected: {','.join(answers)}" in line and "failed:" not in line, line
 
 
-def test_the_terminal_line_says_not_available_like_junit() -> None:
+def test_the_terminal_line_says_not_collected_like_junit() -> None:
     from auditor.render.terminal import one_line
 
     line = one_line(recorded_host("h", unit_files=3, cgroups=124))
-    assert "errors: cgroups" in line and "not available: systemd" in line, line
+    assert "failed: cgroups" in line and "not collected: systemd" in line, line

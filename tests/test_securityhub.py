@@ -132,6 +132,22 @@ def test_refused_findings_are_named_and_sent_again_next_time(hub: tuple[Gate, An
     assert outcome.sent == 1 and outcome.unchanged == 5 and gate.import_sizes[-1] == 1
 
 
+def test_findings_never_go_to_an_instance_the_host_only_claims(hub: tuple[Gate, Any]) -> None:
+    """Issue 37 item 9: a host reached by SSH without an instance_id label that reports another instance's id
+    (host-written cloud-init data or IMDS answer) gets its findings filed as `Other`, and is named."""
+    gate, client = hub
+    report = fleet_report(1, 1)
+    victim = "i-0123456789abcdef0"
+    report["hosts"] = [{"name": "h0", "target": "ssh://10.0.0.9", "status": "ok", "labels": {},
+                        "facts_summary": {"instance_id": victim, "az": "us-east-1a"}}]
+    outcome = securityhub.sync(REGION, report, {}, sleep=lambda s: None)
+    assert outcome.sent == 1 and not outcome.failed
+    [held] = all_findings(client).values()
+    assert [r["Type"] for r in held["Resources"]] == ["Other"] and victim not in json.dumps(held)
+    assert (f"not sent to an instance, 1 host(s): h0 (reports instance {victim} of itself, not established by the "
+            "scanner") in outcome.text("securityhub:us-east-1")
+
+
 def test_a_batch_over_the_limit_is_refused_by_the_gate(hub: tuple[Gate, Any]) -> None:
     """The gate really enforces the limit (so the batching test above can fail)."""
     gate, _ = hub

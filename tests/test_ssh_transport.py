@@ -7,6 +7,9 @@ ssh-keygen and sudo. Outside CI these tests skip when that is missing; with CI=t
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import pwd
 import shutil
@@ -22,6 +25,8 @@ from pathlib import Path
 import paramiko
 import pytest
 
+from auditor.cli import main
+from auditor.context import Env
 from auditor.errors import AuthFailed, HostKeyRejected, ProbeTimeout, Unreachable
 from auditor.models import HostSpec, SSHOptions
 from auditor.transport.ssh import SSHTransport, build_command, known_host_keys, resolve_route
@@ -334,6 +339,58 @@ def test_known_hosts_is_parsed_once_and_again_when_it_changes(lab: Lab) -> None:
         _run(lab.spec(known_hosts=str(kh)), "echo hi")
 
 
+def _key_line(pub: Path) -> str:
+    return " ".join(pub.read_text().split()[:2])
+
+
+def test_known_hosts_markers_are_read_as_openssh_reads_them(lab: Lab) -> None:
+    """Issue 37 item 6: `@cert-authority` and `@revoked` lines (and a line of garbage) in known_hosts cost only
+    the hosts they name; paramiko's own loader failed every host with InvalidHostKey "Incorrect padding"."""
+    ca = _keygen(lab.base / "markers_ca")
+    other = _keygen(lab.base / "markers_other")
+    kh = lab.base / "kh_markers"
+    kh.write_text(f"@cert-authority *.corp.example {_key_line(Path(f'{ca}.pub'))}\n"
+                  f"@revoked old.example {_key_line(Path(f'{other}.pub'))}\n"
+                  "broken.example ssh-ed25519 AAAA!!notbase64\n" + lab.target.kh_line)
+    assert _run(lab.spec(known_hosts=str(kh)), "echo ok").stdout == "ok\n"
+
+
+def test_a_revoked_host_key_is_refused_with_its_reason(lab: Lab) -> None:
+    name = f"[127.0.0.1]:{lab.target.port}"
+    revoked = f"@revoked {name} {_key_line(Path(f'{lab.target.host_key}.pub'))}\n"
+    kh = lab.base / "kh_revoked"
+    kh.write_text(revoked + lab.target.kh_line)  # revoked wins over the same key listed as known
+    with pytest.raises(HostKeyRejected, match="marked @revoked") as info:
+        _run(lab.spec(known_hosts=str(kh)), "echo hi")
+    assert _fingerprint(lab.target.host_key) in str(info.value)
+    tofu = lab.base / "kh_revoked_tofu"
+    tofu.write_text(revoked)
+    with pytest.raises(HostKeyRejected, match="marked @revoked"):  # and is never pinned on first use
+        _run(lab.spec(known_hosts=str(tofu), trust_on_first_use=True), "echo hi")
+    assert tofu.read_text() == revoked
+
+
+def test_a_host_known_only_by_cert_authority_is_named_as_unsupported(lab: Lab) -> None:
+    ca = _keygen(lab.base / "only_ca")
+    kh = lab.base / "kh_ca_only"
+    kh.write_text(f"@cert-authority [127.0.0.1]:* {_key_line(Path(f'{ca}.pub'))}\n")
+    with pytest.raises(HostKeyRejected, match="only by @cert-authority .*host certificates are not supported"):
+        _run(lab.spec(known_hosts=str(kh), trust_on_first_use=True), "echo hi")
+    assert len(kh.read_text().splitlines()) == 1  # nothing pinned
+
+
+def test_a_scan_with_a_revoked_key_is_a_host_status_not_a_crash(lab: Lab, tmp_path: Path) -> None:
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"@revoked * {_key_line(Path(f'{lab.target.host_key}.pub'))}\n" + lab.target.kh_line)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["scan", f"ssh://root@127.0.0.1:{lab.target.port}", "--ssh-known-hosts", str(kh),
+                 "--ssh-identity", str(lab.key), "-F", str(lab.base / "empty_ssh_config"),
+                 "--format", "json", "--out", str(tmp_path / "r"),
+                 "--store", str(tmp_path / "h.sqlite3")], Env(out, err))
+    [host] = json.loads((tmp_path / "r" / "report.json").read_text())["hosts"]
+    assert code == 3 and host["status"] == "host_key_rejected" and "@revoked" in host["error"], err.getvalue()
+
+
 # -- auth and reachability -------------------------------------------------------------------------
 
 
@@ -367,6 +424,37 @@ def test_silent_listener_times_out_as_unreachable(lab: Lab) -> None:
         with pytest.raises(Unreachable):
             _run(lab.spec(target=f"ssh://root@127.0.0.1:{silent.getsockname()[1]}", connect_timeout=1), "x")
         assert time.monotonic() - started < 5
+
+
+def test_a_port_that_hangs_up_at_once_is_not_called_silent(lab: Lab) -> None:
+    """Issue 37 item 8: a server that closes the connection before any banner was reported as "no SSH banner
+    within 10.0s" after 0.0 s; it says the connection was closed."""
+    with socket.socket() as closing:
+        closing.bind(("127.0.0.1", 0))
+        closing.listen(8)
+
+        def hang_up() -> None:
+            with contextlib.suppress(OSError):
+                conn, _ = closing.accept()
+                conn.close()
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        with pytest.raises(Unreachable) as info:
+            _run(lab.spec(target=f"ssh://root@127.0.0.1:{closing.getsockname()[1]}", connect_timeout=10), "x")
+    assert "closed before the SSH banner" in str(info.value) and "within 10.0s" not in str(info.value), info.value
+
+
+def test_an_upper_case_scheme_takes_the_ssh_options(lab: Lab, tmp_path: Path) -> None:
+    """Issue 37 item 8: `SSH://` scanned but refused `--ssh-*` ("applies to ssh:// hosts"): schemes are
+    case-insensitive."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["scan", f"SSH://root@127.0.0.1:{lab.target.port}", "--ssh-known-hosts", str(lab.known_hosts),
+                 "--ssh-identity", str(lab.key), "-F", str(lab.base / "empty_ssh_config"), "--binary", "sh",
+                 "--format", "json", "--out", str(tmp_path / "r"), "--store", str(tmp_path / "h.sqlite3")],
+                Env(out, err))
+    assert code in (0, 1), err.getvalue()
+    [host] = json.loads((tmp_path / "r" / "report.json").read_text())["hosts"]
+    assert host["status"] == "ok" and host["target"].startswith("ssh://"), host
 
 
 # -- ProxyJump and ssh_config ----------------------------------------------------------------------

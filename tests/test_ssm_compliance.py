@@ -86,6 +86,27 @@ def test_unmanaged_instances_are_skipped_and_throttling_retried(aws: AwsStandIns
     assert item["Severity"] == "CRITICAL" and len(item["Title"]) == 500
 
 
+def test_an_id_the_host_only_reports_of_itself_gets_no_items(aws: AwsStandIns) -> None:
+    """Issue 37 item 9: an SSH host without an instance_id label that claims a managed instance's id (its
+    cloud-init data, IMDS answer: all host-written) must not overwrite that instance's Compliance."""
+    report = {"generated_at": "2026-12-01T00:00:00Z", "history": {"scan_id": 8},
+              "rules": [{"id": "t.a", "severity": "critical", "title": "A"}],
+              "hosts": [{"name": "liar", "target": "ssh://10.0.0.9", "status": "ok", "labels": {"az": "us-east-1a"},
+                         "facts_summary": {"instance_id": IID}},
+                        {"name": "labelled", "target": "ssh://10.0.0.5", "status": "ok",
+                         "labels": {"instance_id": IID}, "facts_summary": {"instance_id": "i-0000000000000beef"}}],
+              "findings": [{"host": "labelled", "rule": "t.a", "severity": "critical", "title": "A", "waived": False}]}
+    line = ssm_compliance.sync("us-east-1", report, {}, sleep=lambda s: None)
+    assert line.startswith("ssm-compliance:us-east-1: 1 instance(s) updated"), line
+    assert (f"skipped 1: liar (reports instance {IID} of itself, not established by the scanner (scan it by ssm:// "
+            "or give it an inventory label instance_id))") in line
+    assert listed(aws.ssm)["t.a"]["Status"] == "NON_COMPLIANT"  # the labelled host's, not the liar's COMPLIANT
+    report["hosts"] = report["hosts"][:1]
+    line = ssm_compliance.sync("us-east-1", report, {}, sleep=lambda s: None)
+    assert line.startswith("ssm-compliance:us-east-1: 0 instance(s) updated") and "skipped 1: liar" in line
+    assert listed(aws.ssm)["t.a"]["Status"] == "NON_COMPLIANT"
+
+
 def test_the_endpoint_enforces_the_documented_shapes(aws: AwsStandIns) -> None:
     ssm = boto3.client("ssm", region_name="us-east-1")
     base = {"ResourceId": IID, "ResourceType": "ManagedInstance", "ComplianceType": "Custom:AmiAuditor",

@@ -1,5 +1,5 @@
 """The terminal summary groups identical findings across hosts: one line with the count and the names,
-the incident chain's cause first (chain position), then severity, then how many hosts."""
+worst first, then the incident chain's cause before its effects (chain position), then how many hosts."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_identical_findings_are_one_line_with_count_and_names() -> None:
     assert len([ln for ln in text if "apt" in ln]) == 1
 
 
-def test_the_cause_comes_first_then_its_effects_then_severity() -> None:
+def test_among_equals_the_cause_comes_first_then_its_effects() -> None:
     text = lines(cloned_report())
     findings = [ln for ln in text if ln.startswith("  [")]
     assert findings[0] == "  [HIGH    ] 3 hosts (b1, b2, b3): ecs.service restarted 31 times (b1; others differ)"
@@ -69,3 +69,20 @@ def test_many_hosts_are_counted_not_all_named() -> None:
     report.findings = [Finding(h, "os.apt-cache", "low", "/var/cache/apt holds 23 MB") for h in many]
     (line,) = [ln for ln in lines(report) if "apt" in ln]
     assert line.startswith("  [LOW     ] 40 hosts (x00, x01, x02, x03, x04, … 35 more): /var/cache/apt")
+
+
+def test_not_evaluated_rules_fold_below_the_findings_one_line_per_area() -> None:
+    """As the judge makes them (judge/engine.py _not_evaluated): an area not read, or a rule that raised."""
+    report = cloned_report()
+    why = "systemd not collected (systemd is not running)"
+    report.findings += [Finding(h, rule, "info", f"{rule} could not be evaluated: {why}",
+                                evidence={"status": "unknown", "missing": ["systemd"]})
+                        for rule in ("systemd.unit-crash-looping", "systemd.unit-failed") for h in ("a1", "a2")]
+    raised = "kernel.thp-mode could not be evaluated: TypeError: x"
+    report.findings.append(Finding("a1", "kernel.thp-mode", "info", raised, evidence={"status": "error"}))
+    text = lines(report)
+    assert not [ln for ln in text if ln.startswith("  [") and "could not be evaluated" in ln]
+    folded = [ln for ln in text if "could not be evaluated" in ln]
+    assert folded == [f"  could not be evaluated on 2 hosts (a1, a2): 2 rules reading systemd: {why}",
+                      "  could not be evaluated on a1: 1 rule that raised an error: TypeError: x"], folded
+    assert text.index(folded[0]) > max(i for i, ln in enumerate(text) if ln.startswith("  ["))

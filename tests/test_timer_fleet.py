@@ -1,7 +1,8 @@
-"""contrib/systemd on a real fleet host (systemd 252), installed as README's Deploy section says: the
+"""contrib/systemd on a real fleet host (systemd 252), installed as docs/deploy.md's systemd recipe says: the
 wheel into /opt/ami-auditor/venv with the venv recipe (tests/deploy_host.py makes the host a Debian 12
 instance: python3-venv, an offline pip index), the system user from ami-auditor.sysusers, the units,
-the SSH key as a root-only file handed over by LoadCredential=. Then: `systemd-analyze verify` clean,
+the SSH key as a root-only file handed over by LoadCredential=, README and docs/ where Documentation= points.
+Then: `systemd-analyze verify` clean,
 `systemd-analyze security` exposure <= 2.0, the timer enabled and its service started for real by
 systemd; the hardened scan sees the host's real units (ecs.service crash-looping on this AZ-b host) and
 reaches a peer over SSH with the credential; node_exporter (Debian's binary) as its own unprivileged
@@ -29,7 +30,7 @@ VENV = "/opt/ami-auditor/venv"
 UNITS = ("ami-auditor.service", "ami-auditor.timer")
 NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 EXPORTER_UNIT = "test-node-exporter.service"
-# What README's Deploy section tells a user to run (after copying the wheel and the contrib files).
+# What docs/deploy.md tells a user to run (after copying the wheel and the contrib files).
 INSTALL = (f"python3 -m venv {VENV} && {VENV}/bin/pip install --quiet /var/tmp/{{wheel}} && "
            "systemd-sysusers && systemctl daemon-reload && systemctl enable --now ami-auditor.timer")
 
@@ -60,6 +61,10 @@ def _configure(fleet: Fleet, root: Path, wheel: Path) -> None:
         "    ssh: {identity_file: /run/credentials/ami-auditor.service/ssh-key,"
         " known_hosts: /etc/ami-auditor/known_hosts}\n")
     shutil.copy(NODE_EXPORTER, root / NODE_EXPORTER.lstrip("/"))
+    doc = root / "usr/share/doc/ami-auditor"  # the recipe's `cp -r README.md docs /usr/share/doc/ami-auditor/`
+    doc.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "README.md", doc / "README.md")
+    shutil.copytree(ROOT / "docs", doc / "docs", dirs_exist_ok=True)
 
 
 def _cleanup(fleet: Fleet, root: Path) -> None:
@@ -71,7 +76,7 @@ def _cleanup(fleet: Fleet, root: Path) -> None:
     for user in ("ami-auditor", "prometheus"):
         fleet.exec(HOST, ["userdel", user])
     fleet.exec(HOST, ["rm", "-rf", "/run/ami-auditor"])
-    for path in ("opt/ami-auditor", "etc/ami-auditor", "var/lib/ami-auditor"):
+    for path in ("opt/ami-auditor", "etc/ami-auditor", "var/lib/ami-auditor", "usr/share/doc/ami-auditor"):
         shutil.rmtree(root / path, ignore_errors=True)
     for path in ("etc/sysusers.d/ami-auditor.conf", "etc/sysusers.d/test-prometheus.conf", NODE_EXPORTER.lstrip("/"),
                  *(f"var/tmp/{w.name}" for w in (root / "var/tmp").glob("ami_auditor-*.whl"))):
@@ -94,6 +99,9 @@ def test_the_timer_service_scans_under_its_hardening_and_node_exporter_reads_it(
             security = _sh(fleet, "systemd-analyze", "security", "--no-pager", "ami-auditor.service")
             exposure = float(re.search(r"Overall exposure level for ami-auditor\.service: ([0-9.]+)", security)[1])
             assert exposure <= 2.0, security
+            documentation = _sh(fleet, "systemctl", "show", "ami-auditor.service", "-p", "Documentation")
+            uris = documentation.strip().removeprefix("Documentation=").split()
+            assert uris and all((root / u.removeprefix("file:///")).is_file() for u in uris), documentation
             timer = _sh(fleet, "systemctl", "show", "ami-auditor.timer", "-p", "ActiveState")
             assert "ActiveState=active" in timer
             fleet.exec(HOST, ["systemctl", "start", "ami-auditor.service"], timeout=600)  # oneshot: returns when done
@@ -181,7 +189,7 @@ def test_a_failing_cron_run_reaches_syslog_and_cron_mail(fleet: Fleet, tmp_path:
             journal = fleet.exec(CRON_HOST, ["journalctl", "-t", "ami-auditor", "--no-pager", "-o", "cat"]).stdout
             assert "inventory.yaml" in journal, journal
         finally:
-            for path in ("opt/ami-auditor", "etc/ami-auditor", "var/lib/ami-auditor"):
+            for path in ("opt/ami-auditor", "etc/ami-auditor", "var/lib/ami-auditor", "usr/share/doc/ami-auditor"):
                 shutil.rmtree(root / path, ignore_errors=True)
             for path in ("var/log/ami-auditor.log", f"var/tmp/{wheel.name}"):
                 (root / path).unlink(missing_ok=True)

@@ -28,7 +28,7 @@ def add_compare_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--symptom", metavar="RULE_ID|KEY=VALUE",
                    help="rank the facts that separate hosts with this symptom (a rule firing, or a label)")
     g.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
-                   help=f"symptom facts to list (default {DEFAULT_TOP})")
+                   help=f"symptom facts, and hosts unlike their group, to list (default {DEFAULT_TOP})")
     g.add_argument("--min-split-score", type=float, default=DEFAULT_MIN_SCORE, metavar="S",
                    help=f"least association score for a split (default {DEFAULT_MIN_SCORE})")
 

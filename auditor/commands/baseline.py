@@ -75,7 +75,11 @@ def run_capture(args: argparse.Namespace, env: Env) -> int:
     with tempfile.TemporaryDirectory(prefix="ami-auditor-baseline.") as scratch:
         check = Path(scratch) / out.name
         check.write_text(text, encoding="utf-8")
-        load_baseline(str(check))  # what we write must load back (checked away from --out)
+        try:
+            load_baseline(str(check))  # what we write must load back (checked away from --out)
+        except InputError as exc:  # our bug, not the user's input: exit 4, naming --out, not the scratch file
+            raise RuntimeError(f"the baseline for {out} would not load back ({exc.message}); nothing written") \
+                from None
     write_text_atomic(out, text)
     env.out(f"baseline of {source['host']}: {len(expect)} facts → {out}")
     return exitcodes.OK

@@ -16,7 +16,8 @@ DEEP_AREAS = ("cpu",)
 def add_target_options(parser: argparse.ArgumentParser) -> None:
     """TARGET…, -i INVENTORY and the knobs of a collection run."""
     parser.add_argument("targets", nargs="*", metavar="TARGET",
-                        help="local, ssh://[user@]host[:port], ssm://i-…[?region=…], image:///path")
+                        help="local, ssh://[user@]host[:port], ssm://i-…[?region=…], image:///path, "
+                             "ami://ami-…[?region=…]")
     parser.add_argument("-i", "--inventory", action="append", default=[], metavar="FILE",
                         help="inventory YAML (hosts, labels, SSH options); repeatable")
     parser.add_argument("--parallel", type=bounded_int(1, MAX_PARALLEL), default=DEFAULT_PARALLEL, metavar="N",

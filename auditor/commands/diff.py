@@ -1,6 +1,8 @@
 """`ami-auditor diff A B`: what differs from A to B. Each side is a snapshot file (.json), a baseline
 (.yaml/.yml), a live target (local, ssh://…, ssm://…, image://…, ami://…) or a host name from `-i INVENTORY`.
 Exit 0 when they agree, 1 when they differ (like diff(1)), 2 on bad input, 3 when a host is not reached.
+Between two snapshots, image hygiene that appeared (a baked SSH host key) is a difference though drift
+leaves those facts out as volatile.
 """
 
 from __future__ import annotations
@@ -112,6 +114,11 @@ def run(args: argparse.Namespace, env: Env) -> int:
         else:
             loaded.append(side)
     diffs = compare(loaded[0], loaded[1])
+    first, second = loaded
+    if isinstance(first, dict) and isinstance(second, dict):  # baselines hold no volatile facts
+        from ..compare.release import hygiene_appeared
+
+        diffs += hygiene_appeared((first.get("facts") or {}).get("hygiene"), (second.get("facts") or {}).get("hygiene"))
     if args.format != "text":
         skipped = {a for side in loaded if isinstance(side, dict) for a in side.get("not_applicable") or ()}
         from ..compare.release import release_notes

@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help=f"lines per chart: the K hosts or units with the largest latest value, the rest "
                           f"summarized (default {charts.DEFAULT_TOP})")
     rep.set_defaults(func=run_report)
-    imp = hsub.add_parser("import", help="record the reports of a `scan --history DIR` folder (oldest first)")
+    imp = hsub.add_parser("import", help="record the scan-*.json reports of a history folder that older "
+                                         "versions wrote (oldest first)")
     imp.add_argument("directory", metavar="DIR")
     _common(imp)
     imp.set_defaults(func=run_import)
@@ -151,6 +152,7 @@ def _points(conn: Store, path: Path, fact: str, host: str | None, last: int) -> 
 
 
 def run_trend(args: argparse.Namespace, env: Env) -> int:
+    series.parse_path(args.fact)  # a fact path that names a number, checked before the store is opened
     path = _path(args)
     conn = open_store(path, create=False, reader=True)
     try:

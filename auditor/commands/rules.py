@@ -1,4 +1,5 @@
-"""`ami-auditor rules list` and `ami-auditor rules check PATH [--snapshot FILE…]`."""
+"""`ami-auditor rules list`, `ami-auditor rules check PATH [--snapshot FILE…]` and `ami-auditor rules facts
+[PREFIX]` (the declared fact paths that rules, baselines, --group-by and `history trend` name)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rules", help="list the rules, or check rule files (and try them on saved snapshots)")
-    rsub = p.add_subparsers(dest="rules_command", metavar="{list,check}")
+    rsub = p.add_subparsers(dest="rules_command", metavar="{list,check,facts}")
     rsub.required = True
     lp = rsub.add_parser("list", help="list the rules that a scan would run")
     add_rule_options(lp)
@@ -30,6 +31,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     cp.add_argument("--snapshot", action="append", default=[], metavar="FILE",
                     help="run PATH's rules on a saved snapshot JSON and print what they find; repeatable")
     cp.set_defaults(func=run_check)
+    fp = rsub.add_parser("facts", help="list the fact paths that rules, baselines, --group-by and history trend name")
+    fp.add_argument("prefix", nargs="?", default="", metavar="PREFIX",
+                    help="only the paths that start with this, e.g. facts.systemd")
+    fp.add_argument("--json", action="store_true", help="print the list as JSON")
+    fp.set_defaults(func=run_facts)
+
+
+def run_facts(args: argparse.Namespace, env: Env) -> int:
+    """Declared fact paths (facts.yaml) with type and description; `volatile` ones never drift or group."""
+    from ..collect.facthints import close_paths
+    from ..collect.schema import fact_paths
+    from ..errors import InputError
+
+    specs = [spec for path, spec in fact_paths().items() if path.startswith(args.prefix)]
+    rows = [{"path": s.path, "type": s.type, "volatile": s.volatile, "description": s.description} for s in specs]
+    if not specs:
+        near = close_paths(args.prefix)
+        raise InputError(f"no fact path starts with {args.prefix!r}"
+                         + (f" (did you mean {', '.join(near)}?)" if near else " (they start with facts. or host.)"))
+    if args.json:
+        env.out_json(rows)
+        return 0
+    width = min(max(len(s.path) for s in specs), 60)
+    for spec in specs:
+        kind = spec.type + (", volatile" if spec.volatile else "")
+        env.out(f"{spec.path:<{width}}  {kind:<17}  {spec.description}")
+    env.out(f"{len(specs)} fact paths" + (f" under {args.prefix}" if args.prefix else ""))
+    return 0
 
 
 def _rows(ruleset: RuleSet) -> list[dict]:

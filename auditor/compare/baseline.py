@@ -28,6 +28,7 @@ from typing import Any
 
 import re2  # type: ignore[import-untyped]
 
+from ..collect.facthints import unknown_fact_path
 from ..errors import InputError
 from ..factpath import area_of
 from ..inputschema import Form, check, json_view
@@ -147,7 +148,7 @@ def _expect(path: str, expect: LineDict, file: str, line: int | None) -> Expect:
     raw = expect[path]
     resolved = leaf_spec(path)
     if resolved is None:
-        raise InputError(f"unknown fact path {path!r} (see auditor/collect/facts.yaml)", file, line)
+        raise InputError(unknown_fact_path(path), file, line)
     spec, kind = resolved
     if spec.volatile:
         raise InputError(f"{path} is volatile (it changes on its own) and cannot be baselined", file, line)
@@ -182,6 +183,11 @@ def parse_baseline(doc: Any, file: str) -> Baseline:
     """Validate a parsed baseline document (from load_yaml_*)."""
     if doc is None:
         raise InputError("empty baseline file", file, 1)
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if isinstance(schema, str) and schema.startswith(("ami-auditor/report/", "ami-auditor/snapshot/")):
+        what = "report" if schema.startswith("ami-auditor/report/") else "snapshot"
+        raise InputError(f"this is a {what} ({schema}), not a baseline: make one with `ami-auditor baseline capture "
+                         f"TARGET -o baseline.yaml` (or `--snapshot SNAPSHOT.json`)", file, 1)
     check(doc, BASELINE_FORM, file)  # the declared format first: keys, version, value shapes
     expect = {}
     for path in doc["expect"]:

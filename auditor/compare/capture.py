@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 import yaml
@@ -73,8 +74,23 @@ def capture(snapshot: Snapshot) -> tuple[dict[str, Any], dict[str, Any]]:
     return source, select(normalize(snapshot).flat)
 
 
+class _Dumper(yaml.SafeDumper):
+    """Host text (a unit name may hold `\\n`, U+0085, U+2028) as one double-quoted, escaped line: plain or
+    single-quoted it would fold across lines that the indented `expect:` map cannot hold, or load back changed."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if any(not c.isprintable() for c in value):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    return dumper.represent_str(value)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def _dump(data: Any) -> str:
-    return yaml.safe_dump(data, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 16)
+    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True,
+                     width=1 << 16)
 
 
 def render(source: dict[str, Any], expect: dict[str, Any], unknown: list[str] | None = None) -> str:
@@ -92,5 +108,5 @@ def render(source: dict[str, Any], expect: dict[str, Any], unknown: list[str] | 
         if area_of(path) != current:
             current = area_of(path)
             lines.append(f"  # {current}\n")
-        lines.append("  " + _dump({path: expect[path]}))
+        lines.append(textwrap.indent(_dump({path: expect[path]}), "  "))  # every line: `? key` / `: value` too
     return "".join(lines)

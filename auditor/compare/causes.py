@@ -3,7 +3,8 @@
 Among facts that separate a symptom equally well, the one about the symptom's own subject (the unit,
 binary or area its findings name) is the likelier cause than one that merely travels with the same
 hosts (an AZ's download source); next come the facts read by rules declared upstream of it
-(`leads_to`). The rule metadata comes from the report's `rules` section (id, leads_to, reads).
+(`leads_to`) that fired on the symptom's hosts. The rule metadata comes from the report's `rules` section
+(id, leads_to, reads).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def _under(path: str, prefixes: Iterable[str]) -> bool:
 
 @dataclass(frozen=True)
 class Causes:
-    """Tiers for ranking: SUBJECT (the symptom's own), UPSTREAM (declared upstream in its chain), OTHER."""
+    """Tiers for ranking: SUBJECT (the symptom's own), UPSTREAM (read by a rule upstream in its chain that fired
+    on the symptom's hosts), OTHER."""
 
     own: Scope | None = None
     upstream: tuple[Scope, ...] = field(default_factory=tuple)
@@ -77,5 +79,8 @@ def causes_for(symptom_rule: str | None, symptom_key: str | None, hosts: set[str
             on_hosts[f.rule].append(f)
     own = _scope(meta.get(symptom_rule), on_hosts.get(symptom_rule, []))
     graph = {rid: [str(n) for n in r.get("leads_to") or ()] for rid, r in meta.items()}
-    upstream = tuple(_scope(meta.get(r), on_hosts.get(r, [])) for r in sorted(rules_upstream(graph, symptom_rule)))
+    # only the chain as seen on these hosts: with dozens of packs most rules are declared upstream of a common
+    # symptom (a kubelet's swap and an ECS agent both end in a crash loop), but only those that fired say why
+    upstream = tuple(_scope(meta.get(r), on_hosts[r]) for r in sorted(rules_upstream(graph, symptom_rule))
+                     if on_hosts.get(r))
     return Causes(own, upstream)

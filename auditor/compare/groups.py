@@ -1,5 +1,6 @@
 """Host vs peers: per fact, value counts per group; rank the facts the group explains (splits) and list
-one-host oddities (outliers) apart. Works on deduplicated configurations weighted by host count."""
+one-host oddities (outliers) apart, summarised per host (how many, of which kinds) so one odd host (no
+systemd, another OS) is one line, not a thousand. Works on deduplicated configurations weighted by host count."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ..options import DEFAULT_MIN_SCORE
+from ..options import DEFAULT_MIN_SCORE, DEFAULT_TOP
 from .index import FleetIndex
 from .normalize import display
 from .severity import path_severity, rank_key, subject
@@ -50,8 +51,9 @@ def _partition(fact: _Fact, configs: set[int] | None = None) -> frozenset[frozen
     return frozenset(frozenset(c for c in cs if configs is None or c in configs) for cs in fact.by_value.values())
 
 
-def compare_groups(index: FleetIndex, group_by: str, min_score: float = MIN_SCORE) -> dict[str, Any]:
-    """The report's `comparison` section (see module docstring)."""
+def compare_groups(index: FleetIndex, group_by: str, min_score: float = MIN_SCORE,
+                   top: int = DEFAULT_TOP) -> dict[str, Any]:
+    """The report's `comparison` section (see module docstring); `top`: hosts in `outlier_hosts`."""
     host_group = {h: index.attr(h, group_by) for h in index.hosts}
     ungrouped = sorted(h for h, g in host_group.items() if g is None)
     groups = Counter(g for g in host_group.values() if g is not None)
@@ -102,7 +104,34 @@ def compare_groups(index: FleetIndex, group_by: str, min_score: float = MIN_SCOR
         "measure": MEASURE,
         "min_score": min_score,
         "splits": _collapse(splits, key=lambda s: (s["subject"], s["_partition"]), order=_split_order),
-        "outliers": _collapse(outliers, key=lambda o: (o["host"], o["subject"]), order=_outlier_order),
+        "outliers": (collapsed := _collapse(outliers, key=lambda o: (o["host"], o["subject"]), order=_outlier_order)),
+        **_outlier_hosts(collapsed, top),
+    }
+
+
+KINDS_SHOWN = 3
+
+
+def _kind(path: str) -> str:
+    """What an outlier is about, coarsely: its collection (`facts.packages`), or a plain fact's area."""
+    head = path.split("[", 1)[0]
+    return head if "[" in path else ".".join(path.split(".")[:2])
+
+
+def _outlier_hosts(outliers: list[dict[str, Any]], top: int) -> dict[str, Any]:
+    """Outliers per host, most first, at most `top` hosts: each host's count and main kinds; the `outliers`
+    list is the drill-down."""
+    per_host: dict[str, Counter[str]] = defaultdict(Counter)
+    group: dict[str, Any] = {}
+    for o in outliers:
+        per_host[o["host"]][_kind(o["path"])] += 1
+        group.setdefault(o["host"], o.get("group"))
+    ranked = sorted(per_host.items(), key=lambda hk: (-sum(hk[1].values()), hk[0]))
+    return {
+        "outlier_hosts": [{"host": host, "group": group[host], "outliers": sum(kinds.values()),
+                           "kinds": dict(sorted(kinds.items(), key=lambda kn: (-kn[1], kn[0]))[:KINDS_SHOWN])}
+                          for host, kinds in ranked[:top]],
+        "outlier_hosts_total": len(ranked),
     }
 
 

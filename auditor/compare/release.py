@@ -1,16 +1,18 @@
 """Release notes between two images (or any two sides of `diff`): differences grouped by area, one entry
 per subject — a unit enabled/disabled/added/removed, a package added/removed/upgraded/downgraded (in
 version order, not string order), a binary whose hash, source or version changed, a sysctl, the kernel,
-its command line — each with the severity drift has (the fact schema's `drift`, via drift_severity).
+its command line — each with the severity drift has (the fact schema's `drift`, via drift_severity); and
+image hygiene that appeared (baked SSH host keys, histories), which drift leaves out as volatile.
 Pure: Differences in, a dict out (renderers: render/release_notes.py)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..collect.schema import fact_tree
 from ..factpath import parse
 from ..models import severity_rank
 from .drift import Difference
@@ -116,6 +118,36 @@ def _change(entry: _Entry) -> dict[str, Any]:
     severity = max((d.severity for d in entry.diffs), key=severity_rank)
     return {"subject": entry.subject, "change": what, "severity": severity, "before": before, "after": after,
             "paths": [d.path for d in entry.diffs]}
+
+
+# Image hygiene that appeared is listed whatever its volatility: drift leaves volatile facts out (a live host
+# has its own host keys, shell histories and cloud-init state), but an image that gains them is what the
+# image pack flags. Severities as rules/image.yaml gives them (tests/test_release_notes checks they agree).
+APPEARED_SEVERITY = {"ssh_host_keys": "high", "shell_histories": "medium", "cloud_init_instances": "medium"}
+
+
+def _shown_row(row: Mapping[str, Any], key: str) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(row.items()) if k != key and v is not None)
+
+
+def hygiene_appeared(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[Difference]:
+    """The volatile image-hygiene facts that appeared from `before` to `after` (two snapshots' `facts.hygiene`):
+    a host key or history file at a path that had none, cloud-init state where there was none. What both
+    carry (each live host's own keys, read as images) is no change; nothing when either side was not read."""
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return []
+    specs = fact_tree().children["facts"].children["hygiene"].children
+    out = []
+    for name, severity in APPEARED_SEVERITY.items():
+        key, old, new = specs[name].key, before.get(name), after.get(name)
+        if key is None:  # a count
+            if isinstance(new, int) and new > 0 and not old:
+                out.append(Difference(f"facts.hygiene.{name}", "changed", old, new, severity))
+            continue
+        had = {str(r.get(key)) for r in old or () if isinstance(r, Mapping)}
+        out.extend(Difference(f"facts.hygiene.{name}[{row.get(key)}]", "added", None, _shown_row(row, key), severity)
+                   for row in new or () if isinstance(row, Mapping) and str(row.get(key)) not in had)
+    return out
 
 
 def release_notes(diffs: Iterable[Difference], source: str, target: str,

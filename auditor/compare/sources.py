@@ -33,6 +33,9 @@ def load_snapshot_file(path: str | Path) -> Snapshot:
     """A snapshot document from disk, validated against the snapshot schema."""
     p = str(path)
     doc = load_json_file(p)
+    if isinstance(doc, dict) and str(doc.get("schema")).startswith("ami-auditor/report/"):
+        raise InputError("this is a report, not a snapshot: a report holds no facts (snapshots come from "
+                         "`ami-auditor collect -o DIR`)", p, 1)
     if not isinstance(doc, dict) or doc.get("schema") != SNAPSHOT_SCHEMA:
         raise InputError(f"not a snapshot: expected \"schema\": \"{SNAPSHOT_SCHEMA}\"", p, 1)
     if _fast_check().valid(doc, from_json=True):  # jsonschema-rs first; jsonschema names the error

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from difflib import get_close_matches
 
+from ..collect.facthints import unknown_fact_path
 from ..errors import InputError
 from ..models import Report
 from ..options import DEFAULT_TOP, CompareOptions
@@ -53,7 +54,7 @@ def _check_key(key: str, option: str) -> str:
     if key.startswith("facts."):
         resolved = leaf_spec(key)
         if resolved is None:
-            raise InputError(f"{option}: unknown fact path {key!r}")
+            raise InputError(f"{option}: {unknown_fact_path(key)}")
         if resolved[0].volatile:
             raise InputError(f"{option}: {key} is volatile and cannot group hosts")
     return key
@@ -102,7 +103,9 @@ def apply(plan: ComparePlan, report: Report, index: FleetIndex) -> None:
         report.baseline = plan.baseline.summary()
         report.drift.extend(fleet_drift(plan.baseline, index))
     if plan.group_by:
-        report.comparison = compare_groups(index, plan.group_by, plan.min_score)
+        report.comparison = compare_groups(index, plan.group_by, plan.min_score, plan.top)
+        if not report.comparison["groups"]:
+            report.notes.append(f"--group-by {plan.group_by}: no host has it, so nothing was compared")
     if plan.symptom:
         if plan.symptom.rule and report.rules and plan.symptom.rule not in {r.get("id") for r in report.rules}:
             report.notes.append(f"symptom rule {plan.symptom.rule!r} is not among the rules that ran")

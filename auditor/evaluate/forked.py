@@ -8,12 +8,17 @@ locked at the fork, a task that never ends) is killed and its task is `Lost` too
 
 A stop (SIGTERM/SIGINT raised in the parent) leaves the `with` block, which
 ends every worker with SIGKILL (they die at once, whatever they hold or whatever handler they inherited).
+A parent that ends without unwinding (`kill -9`) takes its workers with it: each asks the kernel for SIGKILL
+when its parent dies (Linux PR_SET_PDEATHSIG). A worker busy in a batch would not notice its pipe close (its
+siblings' forks hold copies of it), so they outlived it by hours.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
+import os
 import signal
 import time
 from collections import deque
@@ -28,6 +33,7 @@ T = TypeVar("T")
 POLL_S = 0.5  # the parent's wait between checks for a stop seen by another thread
 DEPTH = 2  # tasks sent to a worker ahead of its results (each a few bytes: a pipe never fills)
 QUIT_S = 10.0  # how long a worker told to quit may take before it is killed
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 STALL_S = 900.0  # a worker holding a task that answers nothing for this long is killed (a batch takes ~1 s)
 
 
@@ -91,7 +97,7 @@ class Forked(Generic[T]):
 
     def _start(self) -> None:
         mine, theirs = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(self._work, theirs, self._init), daemon=True,
+        proc = self._ctx.Process(target=_serve, args=(self._work, theirs, self._init, os.getpid()), daemon=True,
                                  name="ami-auditor-worker")
         proc.start()
         theirs.close()
@@ -164,9 +170,19 @@ def _how(code: int | None) -> str:
     return f"exited with status {code}"
 
 
-def _serve(work: Callable[[Any], Any], conn: Connection, init: Callable[[], None]) -> None:
+def _die_with(parent: int) -> None:
+    """SIGKILL for this process when the thread that forked it ends, whatever ends it (the pool runs in the
+    main thread: the parent process). Where prctl is missing (not Linux) the pipe's end stops an idle worker."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:  # it died before the request was made
+        os._exit(1)
+
+
+def _serve(work: Callable[[Any], Any], conn: Connection, init: Callable[[], None], parent: int) -> None:
     """A worker: tasks from the pipe until None or the parent is gone, each reply (True, result) or
     (False, the exception), so the parent raises a task's bug as Pool did."""
+    _die_with(parent)
     init()
     while True:
         try:

@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import InputError
 from . import record
 from .db import open_store
-from .folder import load_scan, scan_files
+from .folder import PREFIX, load_scan, scan_files
 
 
 def _checked(path: Path) -> dict[str, Any]:
@@ -31,7 +31,14 @@ def _checked(path: Path) -> dict[str, Any]:
 
 def import_folder(directory: Path, store: Path) -> tuple[list[str], list[str]]:
     """(imported file names, skipped file names)."""
-    docs = [(p.name, _checked(p)) for p in scan_files(directory)]
+    files = scan_files(directory)
+    if not files:  # before the store is opened: nothing is made for nothing
+        others = sorted(p.name for p in directory.glob("*.json"))
+        held = f"; it holds {', '.join(others[:3])}{', …' if len(others) > 3 else ''}" if others else ""
+        raise InputError(f"nothing to import: no {PREFIX}*.json scans here (what an older `scan --history DIR` "
+                         f"saved){held}. scan and analyze record each run in the store themselves "
+                         "(`ami-auditor history list`)", str(directory))
+    docs = [(p.name, _checked(p)) for p in files]
     conn = open_store(store)
     added: list[str] = []
     skipped: list[str] = []

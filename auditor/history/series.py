@@ -9,20 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..collect.facthints import LIST_COMMAND, unknown_fact_path
 from ..collect.schema import lookup
 from ..errors import InputError
 from ..factpath import selector_steps
 from ..snapshotdoc import Snapshot
 
 BARS = "▁▂▃▄▅▆▇█"
+CHARTED = ("integer", "number", "boolean")  # declared types a trend can draw
 
 
 def parse_path(path: str) -> list[tuple[str, bool]]:
-    """(`name`, is_selector) steps of a fact path; bad paths are an InputError."""
+    """(`name`, is_selector) steps of a fact path; bad paths, and facts that are no numbers, are an InputError."""
     if not path.startswith("facts.") and not path.startswith("host."):
         raise InputError(f"fact path must start with facts. or host., not {path!r}")
-    if lookup(path) is None:
-        raise InputError(f"unknown fact path {path!r} (see auditor/collect/facts.yaml)")
+    spec = lookup(path)
+    if spec is None:
+        raise InputError(unknown_fact_path(path))
+    if spec.type not in CHARTED:
+        raise InputError(f"{path} is {'an' if spec.type[0] in 'aeiou' else 'a'} {spec.type}, not a number: "
+                         f"history trend charts numbers (such as facts.cgroups.memory.dying; see `{LIST_COMMAND}`)")
     try:
         return selector_steps(path)
     except ValueError as exc:

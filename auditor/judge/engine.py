@@ -131,7 +131,9 @@ def _unknown(rule: Rule, snapshot: Snapshot, absent: set[str]) -> Finding | None
     if not missing:
         return None
     errors = snapshot.get("errors") or {}
-    why = "; ".join(f"{a} not collected" + (f" ({errors[a]})" if errors.get(a) else "") for a in missing)
+    failed = set((snapshot.get("probe") or {}).get("failed_areas") or ())
+    why = "; ".join(f"{a} {'failed' if a in failed else 'not collected'}" + (f" ({errors[a]})" if errors.get(a) else "")
+                    for a in missing)
     return _not_evaluated(rule, "unknown", why, {"missing": missing,
                                                  "errors": {a: errors[a] for a in missing if a in errors}})
 
@@ -189,7 +191,9 @@ class Judge:
         if not missing:
             return None
         errors = snapshot.get("errors") or {}
-        key = (index, frozenset(missing), tuple((a, errors[a]) for a in sorted(missing) if a in errors))
+        failed = missing.intersection((snapshot.get("probe") or {}).get("failed_areas") or ())
+        key = (index, frozenset(missing), frozenset(failed),
+               tuple((a, errors[a]) for a in sorted(missing) if a in errors))
         try:
             got = self._unknowns.get(key)
         except TypeError:  # an error that is no string (unhashable): not shared

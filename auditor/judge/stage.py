@@ -21,7 +21,7 @@ class JudgePlan:
 
     ruleset: RuleSet
     waivers: list[Waiver] = field(default_factory=list)
-    today: dt.date = field(default_factory=dt.date.today)
+    today: dt.date = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).date())  # reports are UTC
 
 
 def load_ruleset(opts: RuleOptions) -> RuleSet:

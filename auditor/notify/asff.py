@@ -65,12 +65,21 @@ def _first(pattern: re.Pattern[str], *candidates: object) -> str | None:
 
 
 def instance_of(host: dict[str, Any]) -> str | None:
-    """The instance id the scanner knows (the ssm:// target it reached, then an EC2-discovery or inventory
-    label) before the one the host reports of itself: a snapshot is untrusted, and an image baked with its
-    build instance's cloud-init data reports that instance."""
+    """The instance id the scanner established: the ssm:// target it reached, else an EC2-discovery or inventory
+    label. Never the id the host reports of itself (a snapshot is untrusted: a compromised host could steer
+    findings or COMPLIANT items onto another instance; a baked image reports its build instance)."""
     target = str(host.get("target") or "")
-    return _first(_INSTANCE, target[6:].partition("?")[0] if target.startswith("ssm://") else None,
-                  (host.get("labels") or {}).get("instance_id"), (host.get("facts_summary") or {}).get("instance_id"))
+    return _first(_INSTANCE, target[6:].partition("?")[0] if target.lower().startswith("ssm://") else None,
+                  (host.get("labels") or {}).get("instance_id"))
+
+
+def unestablished(host: dict[str, Any]) -> str | None:
+    """Why a host's findings go to no instance: the id it reports of itself, not established by the scanner."""
+    claimed = (host.get("facts_summary") or {}).get("instance_id")
+    if instance_of(host) or not isinstance(claimed, str) or not claimed:
+        return None
+    return (f"reports instance {one_line(claimed)[:40]} of itself, not established by the scanner "
+            "(scan it by ssm:// or give it an inventory label instance_id)")
 
 
 def resource(host: dict[str, Any] | None, name: str, region: str, account: str) -> dict[str, Any]:

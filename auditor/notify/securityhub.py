@@ -30,11 +30,16 @@ class Outcome:
     archived: int = 0
     unchanged: int = 0
     failed: list[str] | None = None
+    unattributed: list[str] | None = None  # "host (why)": findings filed as `Other`, not under an instance
 
     def text(self, shown: str) -> str:
         failed = self.failed or []
         line = (f"{shown}: imported {self.sent - self.archived} finding(s), archived {self.archived}, "
                 f"{self.unchanged} unchanged not sent")
+        if self.unattributed:
+            line += (f"; not sent to an instance, {len(self.unattributed)} host(s): "
+                     + ", ".join(self.unattributed[:SHOWN_FAILURES]) + (" …" if len(self.unattributed) > SHOWN_FAILURES
+                                                                       else ""))
         if failed:
             line += f"; {len(failed)} failed: " + "; ".join(failed[:SHOWN_FAILURES])
             line += " …" if len(failed) > SHOWN_FAILURES else ""
@@ -117,4 +122,6 @@ def sync(region: str, report: dict[str, Any], ledger: dict[str, dict[str, Any]],
         if doc["Id"] in accepted:
             sent[doc["Id"]] = {"sig": signature(doc), "host": hosts[doc["Id"]], "doc": doc}
     archived = sum(1 for d in docs if d["RecordState"] == "ARCHIVED" and d["Id"] in accepted)
-    return Outcome(len(accepted), archived, unchanged, failed)
+    unattributed = [f"{h['name']} ({why})" for h in report["hosts"] if h["status"] == "ok"
+                    and (why := asff.unestablished(h))]
+    return Outcome(len(accepted), archived, unchanged, failed, unattributed)

@@ -2,8 +2,9 @@
 rule (PutComplianceItems, ComplianceType `Custom:AmiAuditor`, UploadType COMPLETE).
 
 COMPLIANT unless the rule has an unwaived finding on the host (waived: COMPLIANT, the waiver named in
-Details). Only hosts this scan reached are sent; a host with no instance id, or one SSM does not manage
-(DescribeInstanceInformation), is skipped with a note. An instance whose items are the same as last sent
+Details). Only hosts this scan reached are sent; a host with no instance id the scanner established (asff.instance_of:
+never one the host only reports of itself), or one SSM does not manage (DescribeInstanceInformation), is skipped
+with a note. An instance whose items are the same as last sent
 (the ledger's content hash) is not sent again. Sizes kept to the API's: ≤ 10,000 items per call, Title
 ≤ 500, Details keys ≤ 64 and values ≤ 4,096 characters, ExecutionId ≤ 100.
 """
@@ -69,7 +70,7 @@ def sync(region: str, report: dict[str, Any], ledger: dict[str, dict[str, Any]],
     sent = ledger.setdefault(f"ssm-compliance:{region}", {})
     reached = [h for h in report["hosts"] if h["status"] == "ok"]
     by_instance = {iid: h["name"] for h in reached if (iid := asff.instance_of(h))}
-    no_id = [h["name"] for h in reached if not asff.instance_of(h)]
+    no_id = [f"{h['name']} ({asff.unestablished(h) or 'no instance id'})" for h in reached if not asff.instance_of(h)]
     ssm = backoff.client("ssm", region)
     managed = _managed(ssm, sorted(by_instance)) if by_instance else set()
     unmanaged = sorted(i for i in by_instance if i not in managed)
@@ -94,7 +95,7 @@ def sync(region: str, report: dict[str, Any], ledger: dict[str, dict[str, Any]],
         sent[iid] = digest
         put += 1
     line = f"ssm-compliance:{region}: {put} instance(s) updated, {same} unchanged not sent"
-    skipped = [f"{n} (no instance id)" for n in no_id] + [f"{i} (not SSM-managed)" for i in unmanaged]
+    skipped = no_id + [f"{i} (not SSM-managed)" for i in unmanaged]
     if skipped:
         line += f"; skipped {len(skipped)}: " + ", ".join(skipped[:5]) + (" …" if len(skipped) > 5 else "")
     if failed:

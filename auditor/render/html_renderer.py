@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from ..models import SEVERITIES, cited, severity_rank
+from ..notread import host_not_read, not_read_words
 from ..resources import report_templates_dir
 from ..textsafe import block
 from . import pictures as pics
 from . import view
+from .outliers import outlier_hosts
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -104,5 +106,6 @@ def render(doc: dict[str, Any]) -> str:
         hidden_hosts=sum(len(c.hosts) for c in classes[len(shown):]),
         rank={s: severity_rank(s) for s in SEVERITIES}, css=css, js=js, csp=csp,
         since_text=view.since_text, host_pictures=host_pictures(doc), hosts_drawn=HOSTS_DRAWN,
-        max_host_pictures=MAX_HOST_PICTURES, sources=cited(doc.get("rules")),
+        max_host_pictures=MAX_HOST_PICTURES, sources=cited(doc.get("rules")), not_read=host_not_read,
+        not_read_words=not_read_words, outlier_hosts=outlier_hosts(doc),
     ) + "\n"

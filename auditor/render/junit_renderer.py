@@ -1,7 +1,8 @@
 """JUnit XML for CI systems: a testsuite per host, a testcase per host × rule.
 
 <failure> for unwaived findings at or above the report's fail_on, <skipped> when every finding of that
-host × rule is waived, <error> for every rule of a host that was not reached (unknown is not a pass)
+host × rule is waived or the rule could not be evaluated there (an area not read: the reason is the message;
+a rule that raised is an <error>), <error> for every rule of a host that was not reached (unknown is not a pass)
 and for each collector that failed on a reached host; a facility the host lacks (no systemd) is a
 <skipped> `collect AREA` case with the reason, as the exit code and Prometheus count it complete (view.
 unavailable). Baseline drift is one more testcase per host. Valid for Jenkins' xUnit schema (junit-10.xsd:
@@ -19,8 +20,9 @@ from collections import defaultdict
 from typing import Any
 
 from ..models import severity_rank
+from ..notread import FAILED, NOT_COLLECTED, NOTES, not_evaluated, unavailable
 from ..textsafe import block
-from .view import NOTES, at_or_above, drift_values, show, unavailable
+from .view import at_or_above, drift_values, show
 
 DRIFT_CASE = "baseline drift"
 
@@ -63,8 +65,13 @@ def _rule_ids(doc: dict[str, Any]) -> list[str]:
 
 
 def _rule_case(case: ET.Element, findings: list[dict[str, Any]], fail_on: str | None) -> str:
-    """Fill one host × rule testcase; returns its outcome: failure, skipped or passed."""
+    """Fill one host × rule testcase; returns its outcome: failure, error, skipped or passed."""
     active = [f for f in findings if not f.get("waived")]
+    if active and all(not_evaluated(f["rule"], f["title"], f.get("evidence")) for f in active):
+        errors = [f for f in active if (f.get("evidence") or {}).get("status") == "error"]
+        reason = (errors or active)[0]["title"].split(" could not be evaluated: ", 1)[-1]
+        _sub(case, "error" if errors else "skipped", message=f"not evaluated: {reason}")
+        return "error" if errors else "skipped"
     failing = [f for f in active if at_or_above(f["severity"], fail_on)]
     if failing:
         failing.sort(key=lambda f: -severity_rank(f["severity"]))
@@ -119,22 +126,20 @@ def _host_suite(root: ET.Element, doc: dict[str, Any], host: dict[str, Any], rul
             continue
         outcome = _drift_case(case, drift, fail_on) if rule == DRIFT_CASE else _rule_case(case, by_rule[rule],
                                                                                           fail_on)
-        if outcome == "failure":
-            tally["failures"] += 1
-        elif outcome == "skipped":
-            tally["skipped"] += 1
+        if outcome in ("failure", "error", "skipped"):
+            tally[{"failure": "failures", "error": "errors", "skipped": "skipped"}[outcome]] += 1
     answers = unavailable(host.get("collector_errors") or {}, host.get("failed_areas"))
     for area, message in sorted((host.get("collector_errors") or {}).items()):
         case = _sub(suite, "testcase", classname=name, name=f"collect {area}", time="0")
         tally["tests"] += 1
         if area in answers:
-            _sub(case, "skipped", message=f"{area} not available: {message}")
+            _sub(case, "skipped", message=f"{area} {NOT_COLLECTED}: {message}")
             tally["skipped"] += 1
             continue
         if area in NOTES and host.get("complete"):  # links read as chroot would: said, nothing left unknown
             _sub(case, "system-out", message)
             continue
-        _sub(case, "error", message, message=f"collector {area} failed: its facts are unknown", type="collector")
+        _sub(case, "error", message, message=f"collector {area} {FAILED}: its facts are unknown", type="collector")
         tally["errors"] += 1
     for key, n in tally.items():
         suite.set(key, str(n))

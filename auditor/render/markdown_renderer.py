@@ -16,9 +16,11 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..models import cited, is_ref
+from ..notread import fleet_not_read
 from ..resources import report_templates_dir
 from ..textsafe import escape_controls
 from . import view
+from .outliers import outlier_hosts
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -105,5 +107,6 @@ def render(doc: dict[str, Any]) -> str:
         findings=findings, heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc),
         drift=view.drift_groups(doc), unreached=[h for h in doc["hosts"] if h["status"] != "ok"], top=TOP,
         since_text=view.since_text, sources=lambda shown: sources(shown, cited(doc.get("rules"))),
+        not_read=fleet_not_read(doc), outlier_hosts=outlier_hosts(doc),
     )
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import view
 from .html_renderer import environment
-from .markdown_renderer import escape
+from .markdown_renderer import code, escape
 
 FORMATS = ("md", "json", "html")
 TEMPLATE = "release-notes.html.j2"
@@ -21,7 +21,7 @@ def _value(value: Any) -> str:
 
 
 def markdown(notes: dict[str, Any]) -> str:
-    lines = [f"# Release notes: `{escape(notes['from'])}` → `{escape(notes['to'])}`", ""]
+    lines = [f"# Release notes: {code(notes['from'])} → {code(notes['to'])}", ""]  # code spans: nothing escaped
     counts = ", ".join(f"{n} {s}" for s, n in notes["by_severity"].items())
     lines.append(f"{notes['changes']} change(s)" + (f": {counts}" if counts else "") + ".")
     for section in notes["sections"]:

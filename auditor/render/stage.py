@@ -74,18 +74,19 @@ def writes(plan: RenderPlan) -> bool:
     return plan.out is not None or plan.stdout
 
 
-def write(plan: RenderPlan, doc: dict, env: Env | None = None) -> None:
+def write(plan: RenderPlan, doc: dict, env: Env | None = None) -> list[Path]:
     """The report document (reportdoc.report_to_dict, made once for the files and the store), validated
-    against its schema, written in every chosen format to --out, or its one format to `env`'s stdout
-    (never coloured)."""
+    against its schema, written in every chosen format to --out (the files written returned), or its one
+    format to `env`'s stdout (never coloured)."""
     if plan.out is None and not (plan.stdout and env is not None):
-        return
+        return []
     validate_report(doc, as_json=True)  # checked as written: every writer writes a tuple as an array
     if plan.out is not None:
-        write_formats(doc, plan.formats, plan.out)
-    elif env is not None:
+        return write_formats(doc, plan.formats, plan.out)
+    if env is not None:
         text = RENDERERS[plan.formats[0]][0](doc)
         env.write(text if text.endswith("\n") else text + "\n")
+    return []
 
 
 Told = list[str | Styled]  # the summary's lines: plain, or in styled pieces (context.Styled)
@@ -112,6 +113,7 @@ def tell(report: Report) -> Told:
     for split in ((report.comparison or {}).get("splits") or [])[:5]:
         told.append(f"  split by {one_line(split['group_by'])}: {one_line(split['path'])} "
                     f"(score {split['score']:.2f})")
+    told.extend(_outliers(report.comparison or {}))
     ranked = (report.symptom or {}).get("ranked") or []
     if ranked and report.symptom:
         top = ranked[0]
@@ -122,6 +124,19 @@ def tell(report: Report) -> Told:
                     f"p={view.p_value(top.get('p_value'))}{why})")
     told.extend(_findings(report))
     told.extend(f"  note: {one_line(note)}" for note in report.notes)
+    return told
+
+
+def _outliers(comparison: dict, limit: int = 5) -> Told:
+    """Hosts unlike their group, one line each (count and main kinds), most first: one odd host is one line."""
+    told: Told = []
+    for host in (comparison.get("outlier_hosts") or [])[:limit]:
+        group = f" ({one_line(host['group'])})" if host.get("group") else ""
+        kinds = ", ".join(f"{one_line(k)} ×{n}" for k, n in host["kinds"].items())
+        facts = f"{host['outliers']} fact{'s' if host['outliers'] != 1 else ''}"
+        told.append(f"  {one_line(host['host'])}{group} is unlike its group in {facts}: {kinds}")
+    if (more := int(comparison.get("outlier_hosts_total") or 0) - len(told)) > 0:
+        told.append(f"  … {more} more host{'s' if more != 1 else ''} unlike their group in the report")
     return told
 
 
@@ -136,7 +151,8 @@ def show(told: Told, exit_code: int, env: Env) -> None:
 
 
 def _findings(report: Report, limit: int = 15) -> Told:
-    """Grouped findings (render/summary.py): cause first, then severity; at most `limit` lines."""
+    """Grouped findings (render/summary.py): worst first, at most `limit` lines; then one line per area whose
+    rules could not be evaluated."""
     told: Told = []
     shown = summary.groups(report)
     for group in shown[:limit]:
@@ -147,4 +163,5 @@ def _findings(report: Report, limit: int = 15) -> Told:
     if len(shown) > limit:
         rest = sum(len(g.findings) for g in shown[limit:])
         told.append(f"  … {len(shown) - limit} more ({rest} findings) in the report")
+    told.extend(f"  {fold.line()}" for fold in summary.unevaluated(report))
     return told

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from .. import textsafe
 from ..context import Env
 from ..models import HostResult
-from .view import NOTES, denied_facts, unavailable
+from ..notread import NOTES, not_read, not_read_words
+from .view import denied_facts
 
 
 def progress_printer(env: Env) -> Callable[[HostResult, int, int], None] | None:
@@ -37,30 +38,28 @@ def host_line(result: HostResult) -> list[tuple[str, str | None]]:
 
 
 def _facts(result: HostResult) -> str:
-    """The facts part of an ok host's line."""
+    """The facts part of an ok host's line. What was not read is named by area in one word each (notread),
+    never shown as a value: no "0 enabled units" when systemd was not read, no "?"."""
     snap = result.snapshot or {}
     facts = snap["facts"]
-    os_name = (facts.get("os") or {}).get("pretty_name") or "?"
-    kernel = (facts.get("kernel") or {}).get("release") or "?"
-    systemd = facts.get("systemd") or {}
-    units = systemd.get("units") or []
-    looping = [str(u.get("name")) for u in units if (u.get("restarts") or 0) > 0]
-    dying = ((facts.get("cgroups") or {}).get("memory") or {}).get("dying")
-    bits = [os_name, f"kernel {kernel}", f"{len(systemd.get('enabled_units') or [])} enabled units"]
-    if looping:
-        bits.append("restarting: " + ",".join(looping[:3]))
-    bits.append(f"dying memcgs {dying if dying is not None else '?'}")
+    os_name = (facts.get("os") or {}).get("pretty_name")
+    kernel = (facts.get("kernel") or {}).get("release")
+    bits = ([str(os_name)] if os_name else []) + ([f"kernel {kernel}"] if kernel else [])
+    systemd = facts.get("systemd")
+    if systemd is not None:
+        units = systemd.get("units") or []
+        bits.append(f"{len(systemd.get('enabled_units') or [])} enabled units")
+        if looping := [str(u.get("name")) for u in units if (u.get("restarts") or 0) > 0]:
+            bits.append("restarting: " + ",".join(looping[:3]))
+    if (dying := ((facts.get("cgroups") or {}).get("memory") or {}).get("dying")) is not None:
+        bits.append(f"dying memcgs {dying}")
     errors = snap.get("errors") or {}
-    answers = unavailable(errors, (snap.get("probe") or {}).get("failed_areas"))
-    notes = NOTES if result.complete else frozenset()
-    if failures := sorted(set(errors) - set(answers) - notes):
-        bits.append("errors: " + ",".join(failures))
-    if shown := sorted(notes & set(errors)):  # links read as chroot would, on a complete host
-        bits.append("notes: " + ",".join(shown))
+    notes = NOTES & set(errors) if result.complete else frozenset()  # links read as chroot would
+    missing = not_read({k: v for k, v in errors.items() if k not in notes},
+                       (snap.get("probe") or {}).get("failed_areas"), snap.get("not_applicable"))
+    bits.extend(f"{word}: {','.join(areas)}" for word, areas in not_read_words(missing))
+    if notes:
+        bits.append("notes: " + ",".join(sorted(notes)))
     if denied := denied_facts(errors):  # said once here, not once per rule that reads them
         bits.append(f"permission denied, so unknown: {','.join(denied)} (root would read them)")
-    if answers:  # a facility the host lacks (no systemd): an answer, as in the exit code, JUnit and Prometheus
-        bits.append("not available: " + ",".join(sorted(answers)))
-    if snap.get("not_applicable"):
-        bits.append("n/a: " + ",".join(sorted(snap["not_applicable"])))
     return textsafe.one_line("; ".join(bits))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,23 +31,6 @@ def show(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-
-
-# Snapshot errors about the run as a whole, not one facts area: never "a facility the host lacks".
-RUN_ERRORS = frozenset({"probe", "framing", "image"})
-# Of those, what may stand on a complete host: the image reader's notes on links it read as chroot would
-# (a refused or cut read also fails the area that wanted it, so the host is incomplete then).
-NOTES = frozenset({"image"})
-
-
-def unavailable(errors: Mapping[str, str], failed_areas: Iterable[str] | None) -> dict[str, str]:
-    """The collector errors that are answers, not failures: a facility the host lacks (no systemd). The exit
-    code and Prometheus count the host complete for them; only `failed_areas` (and the run's own errors)
-    make it incomplete. Without `failed_areas` (an older report) nothing can tell: all count as failures."""
-    if failed_areas is None:
-        return {}
-    failed = set(failed_areas)
-    return {area: text for area, text in errors.items() if area not in failed and area not in RUN_ERRORS}
 
 
 _DENIED = re.compile(r"([a-z_]+) not read: [^;]*Permission denied")
@@ -363,7 +346,8 @@ def culprit(doc: Doc, groups: list[FindingGroup] | None = None) -> Culprit:
     """The top split, the worst unwaived finding and the hosts not reached: the on-call's first look.
     `groups`: the report's finding_groups when the caller has them already."""
     rows = heatmap(doc)
-    active = [g for g in (finding_groups(doc) if groups is None else groups) if not g.waived]
+    active = [g for g in (finding_groups(doc) if groups is None else groups)  # a rule not evaluated is no finding
+              if not g.waived and not g.title.startswith(f"{g.rule} could not be evaluated")]
     unreached = [h["name"] for h in doc["hosts"] if h["status"] != "ok"]
     code = doc["summary"].get("exit_code", 0)
     verdict = {0: "pass", 1: "fail", 3: "incomplete"}.get(code, "fail")

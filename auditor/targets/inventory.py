@@ -129,6 +129,13 @@ def check_image_root(path: str, target: str) -> None:
         raise InputError(f"image target {shown}: {path} has no etc/ directory; is it an image's root file system?")
 
 
+def canonical_target(target: str) -> str:
+    """The target with its scheme in lower case (`SSH://h` is `ssh://h`, as URL schemes are case-insensitive), so
+    every `startswith("ssh://")` downstream sees it the same."""
+    scheme, sep, rest = target.partition("://")
+    return f"{scheme.lower()}{sep}{rest}" if sep and scheme.isascii() and scheme.isalpha() else target
+
+
 def parse_target(target: str) -> tuple[str, dict[str, Any]]:
     """Check a target URL; return its default host name and transport options.
 
@@ -172,7 +179,16 @@ def parse_target(target: str) -> tuple[str, dict[str, Any]]:
     if parts.scheme == "image":
         path = _image_target(parts, shown)
         return path, {"path": path}
-    raise InputError(f"unknown target {shown}: {usage}")
+    raise InputError(f"unknown target {shown}: {usage}{_target_hint(target)}")
+
+
+def _target_hint(target: str) -> str:
+    """What an unknown target most likely meant: an inventory file (`-i`), an image's root (`image://`)."""
+    if target.endswith((".yaml", ".yml")):
+        return f" (an inventory file? give it with -i {safe_target(target, quote=False)})"
+    if os.path.isdir(target):
+        return f" (did you mean {safe_target('image://' + os.path.abspath(target), quote=False)}?)"
+    return ""
 
 
 def targets_from_args(targets: list[str], check_paths: bool = False) -> list[HostSpec]:
@@ -182,7 +198,7 @@ def targets_from_args(targets: list[str], check_paths: bool = False) -> list[Hos
     """
     specs: list[HostSpec] = []
     seen: dict[str, str] = {}
-    for target in targets:
+    for target in map(canonical_target, targets):
         name, options = parse_target(target)
         if check_paths and "path" in options:
             check_image_root(options["path"], target)
@@ -253,8 +269,8 @@ class _Inventory:
         if len(labels) > MAX_HOST_LABELS:
             raise self.fail(f"host {host['name']!r} has {len(labels):,} labels with the defaults' (at most "
                             f"{MAX_HOST_LABELS:,})", host, "labels" if "labels" in host else "name")
-        return HostSpec(name=host["name"], target=host["target"], labels=labels, ssh=SSHOptions(**ssh),
-                        options=options)
+        return HostSpec(name=host["name"], target=canonical_target(host["target"]), labels=labels,
+                        ssh=SSHOptions(**ssh), options=options)
 
     def labels(self, value: dict | None) -> dict[str, str]:
         """Labels as text; a key YAML read as a number or boolean (JSON would see text) is refused, and so is a
@@ -288,7 +304,8 @@ class _Inventory:
 def _has_password(jump: str) -> bool:
     """A ProxyJump value `[ssh://][user[:password]@]host[:port][,…]` with a password in any hop."""
     for hop in jump.split(","):
-        hop = hop.strip().removeprefix("ssh://")
+        hop = hop.strip()
+        hop = hop[6:] if hop[:6].lower() == "ssh://" else hop  # the scheme in any case
         userinfo, at, _ = hop.rpartition("@")
         if at and ":" in userinfo:
             return True

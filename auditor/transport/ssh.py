@@ -140,17 +140,20 @@ class SSHTransport:
             if not os.path.isfile(key_file):
                 raise AuthFailed(f"{where}: identity file not found: {key_file}")
         client = paramiko.SSHClient()
+        known = None
         if self.known_hosts.is_file():
             try:
                 known = known_host_keys(self.known_hosts)
             except (OSError, paramiko.SSHException) as exc:
                 raise InputError(f"cannot read known_hosts: {exc}", str(self.known_hosts)) from None
             # only this host's entries, under the name paramiko looks up: the same check as loading the
-            # whole file into the client, without parsing every other host's keys again (O(1), not O(fleet))
+            # whole file into the client, without parsing every other host's keys again (O(1), not O(fleet));
+            # a key also @revoked for it is left out, so the policy sees it and refuses it
             name = hop.hostname if hop.port == 22 else f"[{hop.hostname}]:{hop.port}"
-            for key_type, key in (known.lookup(name) or {}).items():
+            for key_type, key in known.for_host(name).items():
                 client.get_host_keys().add(name, key_type, key)
-        client.set_missing_host_key_policy(HostKeyPolicy(self.known_hosts, self.opts.trust_on_first_use))
+        client.set_missing_host_key_policy(HostKeyPolicy(self.known_hosts, self.opts.trust_on_first_use, known))
+        started = time.monotonic()
         try:
             client.connect(
                 hop.hostname,
@@ -173,6 +176,10 @@ class SSHTransport:
             silent = transport is not None and not transport.remote_version
             client.close()
             if silent and isinstance(exc, paramiko.SSHException) and not isinstance(exc, TransportError):
+                waited = time.monotonic() - started
+                if waited < timeout * 0.9:  # not the banner wait running out: the server hung up first
+                    raise Unreachable(f"{where}: the connection was closed before the SSH banner (after "
+                                      f"{waited:.1f}s): the port accepts TCP connections, then hangs up") from None
                 raise Unreachable(f"{where}: no SSH banner within {timeout:.1f}s: the port accepts TCP "
                                   "connections but does not speak SSH") from None
             raise map_connect_error(exc, hop, where, self.known_hosts, keyed) from None

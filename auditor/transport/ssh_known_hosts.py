@@ -3,12 +3,17 @@ policy for a key it lacks (reject, or trust on first use and pin it)."""
 
 from __future__ import annotations
 
+import binascii
+import contextlib
 import fcntl
 import os
+import re
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import paramiko
+from paramiko.hostkeys import HostKeyEntry, InvalidHostKey
 
 from ..errors import HostKeyRejected
 from ..models import SSHOptions
@@ -28,11 +33,84 @@ def known_hosts_path(opts: SSHOptions, config: paramiko.SSHConfig | None = None,
     return Path.home() / ".ssh" / "known_hosts"
 
 
+@dataclass(frozen=True)
+class KnownHosts:
+    """A known_hosts file as OpenSSH reads it: plain keys, `@revoked` keys, `@cert-authority` host patterns, and
+    the lines skipped (one bad line costs only its own hosts, as in OpenSSH, never the whole file)."""
+
+    keys: paramiko.HostKeys
+    revoked: tuple[tuple[tuple[str, ...], paramiko.PKey], ...] = ()
+    authorities: tuple[tuple[int, tuple[str, ...]], ...] = ()  # (line, host patterns)
+    skipped: tuple[str, ...] = ()
+
+    def for_host(self, name: str) -> dict[str, paramiko.PKey]:
+        """The keys known for `name` (paramiko's lookup: plain and hashed names), less any revoked for it."""
+        return {kind: key for kind, key in (self.keys.lookup(name) or {}).items() if not self.is_revoked(name, key)}
+
+    def is_revoked(self, name: str, key: paramiko.PKey) -> bool:
+        return any(key == bad and _matches(name, patterns) for patterns, bad in self.revoked)
+
+    def authority_lines(self, name: str) -> list[int]:
+        return [line for line, patterns in self.authorities if _matches(name, patterns)]
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    """OpenSSH's host pattern list: hashed `|1|salt|hash`, wildcards `*`/`?`, `!` negation wins."""
+    hit = False
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        pattern = pattern.removeprefix("!")
+        found = False
+        if pattern.startswith("|1|"):
+            with contextlib.suppress(ValueError, AssertionError, binascii.Error):
+                found = paramiko.HostKeys.hash_host(name, pattern) == pattern
+        else:
+            wild = re.escape(pattern.lower()).replace(r"\*", ".*").replace(r"\?", ".")  # no [classes]: `[host]:port`
+            found = re.fullmatch(wild, name.lower()) is not None
+        if found and negated:
+            return False
+        hit = hit or found
+    return hit
+
+
+def parse_known_hosts(text: str) -> KnownHosts:
+    keys = paramiko.HostKeys()
+    revoked: list[tuple[tuple[str, ...], paramiko.PKey]] = []
+    authorities: list[tuple[int, tuple[str, ...]]] = []
+    skipped: list[str] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        marker = ""
+        if line.startswith("@"):
+            marker, _, line = line.partition(" ")
+            line = line.strip()
+            if marker not in ("@revoked", "@cert-authority"):
+                skipped.append(f"line {number}: unknown marker {marker[:40]}")
+                continue
+        try:
+            entry = HostKeyEntry.from_line(line, number)
+        except (InvalidHostKey, paramiko.SSHException, ValueError) as exc:
+            skipped.append(f"line {number}: {type(exc).__name__}")
+            continue
+        if entry is None or entry.key is None:  # too few fields or a key type paramiko cannot use
+            continue
+        if marker == "@revoked":
+            revoked.append((tuple(entry.hostnames), entry.key))
+        elif marker == "@cert-authority":
+            authorities.append((number, tuple(entry.hostnames)))
+        else:
+            for name in entry.hostnames:
+                keys.add(name, entry.key.get_name(), entry.key)
+    return KnownHosts(keys, tuple(revoked), tuple(authorities), tuple(skipped))
+
+
 _KNOWN_LOCK = threading.Lock()
-_KNOWN: dict[str, tuple[tuple[int, int, int, int], paramiko.HostKeys]] = {}
+_KNOWN: dict[str, tuple[tuple[int, int, int, int], KnownHosts]] = {}
 
 
-def known_host_keys(path: Path) -> paramiko.HostKeys:
+def known_host_keys(path: Path) -> KnownHosts:
     """The parsed known_hosts file, shared read-only by every connection of the run and parsed again only
     when the file changes (device, inode, size, mtime): a fleet scan no longer re-parses every host's
     keys for every host (4.7 ms per host at 20 hosts, growing with the fleet)."""
@@ -43,9 +121,9 @@ def known_host_keys(path: Path) -> paramiko.HostKeys:
         cached = _KNOWN.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        keys = paramiko.HostKeys(key)
-        _KNOWN[key] = (stamp, keys)
-    return keys
+        known = parse_known_hosts(path.read_text(encoding="utf-8", errors="replace"))
+        _KNOWN[key] = (stamp, known)
+    return known
 
 
 def describe_key(key: paramiko.PKey) -> str:
@@ -53,16 +131,30 @@ def describe_key(key: paramiko.PKey) -> str:
 
 
 class HostKeyPolicy(paramiko.MissingHostKeyPolicy):
-    """Unknown key: reject, or (trust_on_first_use) accept and append it to the known_hosts file."""
+    """Unknown key: reject, or (trust_on_first_use) accept and append it to the known_hosts file. A key
+    `@revoked` for the host is refused, and so is a host known_hosts vouches for only by `@cert-authority`
+    (host certificates are not supported), trust on first use or not."""
 
-    def __init__(self, path: Path, tofu: bool):
+    def __init__(self, path: Path, tofu: bool, known: KnownHosts | None = None):
         self.path = path
         self.tofu = tofu
+        self.known = known or KnownHosts(paramiko.HostKeys())
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
-        if not self.tofu:
+        if self.known.is_revoked(hostname, key):
+            raise HostKeyRejected(f"host key for {hostname} ({describe_key(key)}) is marked @revoked in {self.path}: "
+                                  "refused")
+        authorities = self.known.authority_lines(hostname)
+        if authorities:
             raise HostKeyRejected(
-                f"host key for {hostname} ({describe_key(key)}) is not in {self.path}: "
+                f"host key for {hostname} ({describe_key(key)}) is vouched for only by @cert-authority (line "
+                f"{', '.join(map(str, authorities[:3]))} of {self.path}); host certificates are not supported: "
+                "add the host's key itself")
+        if not self.tofu:
+            skipped = self.known.skipped
+            skipped_note = f" (lines skipped as unreadable: {'; '.join(skipped[:3])})" if skipped else ""
+            raise HostKeyRejected(
+                f"host key for {hostname} ({describe_key(key)}) is not in {self.path}{skipped_note}: "
                 "verify it and add it, or enable trust_on_first_use"
             )
         pin_host_key(self.path, hostname, key)

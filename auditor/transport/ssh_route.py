@@ -66,7 +66,7 @@ def parse_ssh_target(target: str) -> tuple[str | None, str, int | None]:
 def _parse_jump(entry: str) -> tuple[str | None, str, int | None]:
     """A ProxyJump entry `[user@]host[:port]` (or `ssh://…`) → (user, host, port)."""
     entry = entry.strip()
-    if not entry.startswith("ssh://"):
+    if entry[:6].lower() != "ssh://":  # the scheme in any case (urlsplit reads it so)
         entry = "ssh://" + entry
     try:
         return parse_ssh_target(entry)
