@@ -10,9 +10,9 @@ from urllib.parse import urlsplit
 
 from . import workers
 from .collect.probe import DEFAULT_BINARIES, probe_request, validate_binaries
-from .collect.snapshot import build_snapshot, untrusted
+from .collect.snapshot import build_snapshot, refused, untrusted
 from .errors import TransportError
-from .models import HostResult, HostSpec
+from .models import PROBE_REFUSED_STATUS, HostResult, HostSpec
 from .options import DEFAULT_PARALLEL
 from .targets.inventory import redact_urls
 from .transport import batched, open_transport
@@ -40,6 +40,8 @@ def collect_host(
         finally:
             transport.close()
         snapshot = build_snapshot(spec, result, result.nonce or request.nonce)
+        if why := refused(snapshot):
+            return HostResult(spec, PROBE_REFUSED_STATUS, why, None, time.monotonic() - started)
         if why := untrusted(snapshot):
             return HostResult(spec, "error", why, None, time.monotonic() - started)
         return HostResult(spec, "ok", None, snapshot, time.monotonic() - started)
@@ -76,6 +78,9 @@ def collect_ssm(
                                     time.monotonic() - started)
         else:
             snapshot = build_snapshot(spec, outcome, outcome.nonce, instance_id=urlsplit(spec.target).netloc)
+            if why := refused(snapshot):
+                yield index, HostResult(spec, PROBE_REFUSED_STATUS, why, None, time.monotonic() - started)
+                continue
             why = untrusted(snapshot)
             yield index, HostResult(spec, "error" if why else "ok", why, None if why else snapshot,
                                     outcome.duration_s)

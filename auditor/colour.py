@@ -13,7 +13,7 @@ MODES = ("auto", "always", "never")
 
 STYLES: dict[str, str] = {
     "critical": "1;35", "high": "1;31", "medium": "33", "low": "36", "info": "2",
-    "ok": "32", "unreachable": "31", "auth_failed": "31", "timeout": "33", "error": "31",
+    "ok": "32", "unreachable": "31", "auth_failed": "31", "timeout": "33", "probe_refused": "31", "error": "31",
     "bold": "1", "dim": "2",
 }
 

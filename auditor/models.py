@@ -8,7 +8,8 @@ from typing import Any
 
 from .snapshotdoc import Snapshot
 
-HOST_STATUSES = ("ok", "unreachable", "auth_failed", "host_key_rejected", "timeout", "error")
+PROBE_REFUSED_STATUS = "probe_refused"  # reached, but the host ran no probe (its words are the error)
+HOST_STATUSES = ("ok", "unreachable", "auth_failed", "host_key_rejected", "timeout", PROBE_REFUSED_STATUS, "error")
 SEVERITIES = ("critical", "high", "medium", "low", "info")
 
 

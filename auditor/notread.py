@@ -15,6 +15,9 @@ from typing import Any
 
 # Snapshot errors about the run as a whole, not one facts area: never "a facility the host lacks".
 RUN_ERRORS = frozenset({"probe", "framing", "image"})
+# Of those, what may stand on a complete host: the image reader's notes on links it read as chroot would
+# (a refused or cut read also fails the area that wanted it, so the host is incomplete then).
+NOTES = frozenset({"image"})
 
 
 def not_evaluated(rule: str, title: str, evidence: Mapping[str, Any] | None) -> bool:

@@ -113,6 +113,10 @@ def _section_failure(section: Section) -> str:
     return f"probe section {section.name!r} failed with status {section.rc}"
 
 
+def _partial_failure(section: Section) -> str:
+    return f"probe section {section.name!r} read in part: " + "; ".join(section.failures)[:600]
+
+
 def _broken(section: Section | None, name: str) -> str | None:
     """Why `section` cannot be used (missing, tampered with, cut off); None when it ended."""
     if section is None:
@@ -124,8 +128,15 @@ def _broken(section: Section | None, name: str) -> str | None:
     return None
 
 
+def _partial(section: Section) -> bool:
+    """A section that ended with status 0 yet names reads that failed: its facts stand, those named are
+    unknown (the image reader's refused file, a probe read denied to a non-root user) and the area is failed."""
+    return section.rc == 0 and bool(section.failures)
+
+
 def run_collector(collector: Collector, sections: dict[str, Section]) -> Collected:
     """Parse one area; never raises."""
+    partial: list[str] = []
     for name in collector.required:
         section = sections.get(name)
         if broken := _broken(section, name):
@@ -136,7 +147,9 @@ def run_collector(collector: Collector, sections: dict[str, Section]) -> Collect
             return Collected(error=f"{collector.unavailable}: {reason}" if reason else collector.unavailable)
         if section.rc == RC_OFFLINE and not section.failures:
             return Collected(error=NOT_APPLICABLE_IMAGE, not_applicable=True)
-        if section.rc != 0 or section.failures:  # a command failed: never an empty answer
+        if _partial(section):
+            partial.append(_partial_failure(section))
+        elif section.rc != 0 or section.failures:  # a command failed: never an empty answer
             return Collected(error=_section_failure(section), failed=True)
     for name in collector.optional:
         section = sections.get(name)
@@ -146,7 +159,9 @@ def run_collector(collector: Collector, sections: dict[str, Section]) -> Collect
             return Collected(error=section.problem, failed=True)
         if section.rc is None:
             return Collected(error=_broken(section, name), failed=True)
-        if section.failures or section.rc not in (0, RC_NOT_AVAILABLE, RC_OFFLINE):
+        if _partial(section):
+            partial.append(_partial_failure(section))
+        elif section.failures or section.rc not in (0, RC_NOT_AVAILABLE, RC_OFFLINE):
             return Collected(error=_section_failure(section), failed=True)
     try:
         value = collector.parse(*_texts(sections, collector.required + collector.optional))
@@ -156,7 +171,7 @@ def run_collector(collector: Collector, sections: dict[str, Section]) -> Collect
         return Collected(error=f"output unparsable: {exc}", failed=True)
     except Exception as exc:  # a parser bug must become an explicit unknown, never a crash
         return Collected(error=f"parser error: {type(exc).__name__}: {exc}", failed=True)
-    rows = collector.row_failures(value) if collector.row_failures else []
+    rows = partial + (collector.row_failures(value) if collector.row_failures else [])
     if rows:
         return Collected(value, error="; ".join(rows)[:1000], failed=True)
     return Collected(value)

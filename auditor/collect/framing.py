@@ -60,6 +60,11 @@ def end_marker(nonce: str, name: str, rc: int) -> str:
     return f"@@AMI-AUDITOR-END {nonce} {name} rc={rc}@@"
 
 
+def failed_marker(nonce: str, reason: str) -> str:
+    """A FAILED line (probe.sh `fail`): `reason` folded to one line and cut to what FAILED_RE takes."""
+    return f"@@AMI-AUDITOR-FAILED {nonce} {' '.join(reason.split())[:2000]}@@"
+
+
 def done_marker(nonce: str) -> str:
     return f"@@AMI-AUDITOR-DONE {nonce}@@"
 

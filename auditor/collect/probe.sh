@@ -492,22 +492,40 @@ s_ecs() {
 }
 ecs_exits_of() { ecs_exits < "$1"; }
 
+denied() { # denied FACT PATH: the probe's user may not read PATH (no root): FACT fails by name, and only FACT
+  # (a FAILED line; the section's status stays 0, so its other facts stand: collectors.py `_partial`)
+  printf '@@AMI-AUDITOR-FAILED %s %s not read: ' "$N" "$1"; oneline "$2"; printf ': Permission denied@@\n'
+}
+searchable() { # searchable DIR FACT...: 0 when DIR is absent or may be entered; else each FACT is denied
+  _sd=$1; shift
+  [ -d "$_sd" ] || return 0
+  [ -x "$_sd" ] && return 0
+  for _sf in "$@"; do denied "$_sf" "$_sd"; done
+  return 1
+}
 s_hygiene() {
   # What an image must not carry (rules/image.yaml), as metadata only: paths, sizes, counts, kinds and
   # host key fingerprints (of the public half). No private key, history, credential or token content is
   # ever printed: greps here only answer yes/no (-q) or a count (-c). Paths come last on a line, one line.
+  # Run without root, a file or directory it may not read is that fact's failure (`denied`), never "none".
   echo "image=0"
   CAP=
-  [ -d /var/lib/cloud/instances ] && ck "ls /var/lib/cloud/instances" ls -A /var/lib/cloud/instances
-  printf 'cloud_instances='; printf '%s' "$CAP" | grep -c .
+  if [ -d /var/lib/cloud/instances ] && ! [ -r /var/lib/cloud/instances ]; then
+    denied cloud_init_instances /var/lib/cloud/instances
+  else
+    [ -d /var/lib/cloud/instances ] && ck "ls /var/lib/cloud/instances" ls -A /var/lib/cloud/instances
+    printf 'cloud_instances='; printf '%s' "$CAP" | grep -c .
+  fi
   m=absent
-  if [ -f /etc/machine-id ]; then
+  if [ -f /etc/machine-id ] && ! [ -r /etc/machine-id ]; then
+    m=; denied machine_id_state /etc/machine-id
+  elif [ -f /etc/machine-id ]; then
     ck "read /etc/machine-id" head -c 64 /etc/machine-id
     case ${CAP%%"$NL"*} in
       *uninitialized*) m=uninitialized ;; *[!"$TAB "]*) m=populated ;; *) m=empty ;;
     esac
   fi
-  printf 'machine_id_state=%s\n' "$m"
+  [ -n "$m" ] && printf 'machine_id_state=%s\n' "$m"
   for f in /etc/ssh/ssh_host_*_key; do
     [ -f "$f" ] || continue
     t=${f##*/ssh_host_}; t=${t%_key}
@@ -519,32 +537,48 @@ s_hygiene() {
     case $t in *"$TAB"*|*"$NL"*) t=unknown ;; esac  # a name the key type cannot be read from
     printf 'key\t%s\t%s\t' "$t" "$fp"; one "$f"
   done
-  for f in /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; do
-    [ -f "$f" ] || continue
-    cap grep -cvE '^[[:space:]]*(#|$)' "$f"  # status 1: a count of 0, an answer
-    case $CAP_RC in 0|1) ;; *) fail "grep $(oneline "$f")" ;; esac
-    printf 'authorized\t%s\t' "$CAP"; one "$f"
-  done
+  if searchable /root root_authorized_keys && searchable /root/.ssh root_authorized_keys; then
+    for f in /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; do
+      [ -f "$f" ] || continue
+      [ -r "$f" ] || { denied root_authorized_keys "$f"; continue; }
+      cap grep -cvE '^[[:space:]]*(#|$)' "$f"  # status 1: a count of 0, an answer
+      case $CAP_RC in 0|1) ;; *) fail "grep $(oneline "$f")" ;; esac
+      printf 'authorized\t%s\t' "$CAP"; one "$f"
+    done
+  fi
   for h in /root /home/*; do
     [ -d "$h" ] || continue
+    searchable "$h" shell_histories credential_files || continue
     for n in .bash_history .zsh_history .ash_history .sh_history .python_history .mysql_history \
              .psql_history .lesshst .viminfo; do
       [ -f "$h/$n" ] || continue
       ck "stat $(oneline "$h/$n")" stat -c '%s' "$h/$n"
       printf 'history\t%s\t' "$CAP"; one "$h/$n"
     done
-    [ -s "$h/.aws/credentials" ] && { printf 'credential\taws-credentials\t'; one "$h/.aws/credentials"; }
-    [ -f "$h/.aws/config" ] && head -c 1048576 "$h/.aws/config" |
-      grep -qiE '^[[:space:]]*aws_(secret_access_key|session_token)[[:space:]]*=' &&
-      { printf 'credential\taws-credentials\t'; one "$h/.aws/config"; }
+    if searchable "$h/.aws" credential_files; then
+      [ -s "$h/.aws/credentials" ] && { printf 'credential\taws-credentials\t'; one "$h/.aws/credentials"; }
+      if [ -f "$h/.aws/config" ] && ! [ -r "$h/.aws/config" ]; then denied credential_files "$h/.aws/config"
+      else
+        [ -f "$h/.aws/config" ] && head -c 1048576 "$h/.aws/config" |
+          grep -qiE '^[[:space:]]*aws_(secret_access_key|session_token)[[:space:]]*=' &&
+          { printf 'credential\taws-credentials\t'; one "$h/.aws/config"; }
+      fi
+    fi
     [ -s "$h/.netrc" ] && { printf 'credential\tnetrc\t'; one "$h/.netrc"; }
     [ -s "$h/.git-credentials" ] && { printf 'credential\tgit-credentials\t'; one "$h/.git-credentials"; }
     [ -s "$h/.pgpass" ] && { printf 'credential\tpgpass\t'; one "$h/.pgpass"; }
-    [ -f "$h/.docker/config.json" ] && head -c 1048576 "$h/.docker/config.json" | grep -q '"auth"' &&
-      { printf 'credential\tdocker-auth\t'; one "$h/.docker/config.json"; }
+    if searchable "$h/.docker" credential_files; then
+      if [ -f "$h/.docker/config.json" ] && ! [ -r "$h/.docker/config.json" ]; then
+        denied credential_files "$h/.docker/config.json"
+      else
+        [ -f "$h/.docker/config.json" ] && head -c 1048576 "$h/.docker/config.json" | grep -q '"auth"' &&
+          { printf 'credential\tdocker-auth\t'; one "$h/.docker/config.json"; }
+      fi
+    fi
   done
   for f in /etc/environment /etc/default/* /etc/sysconfig/* /etc/profile.d/*.sh /etc/ecs/ecs.config; do
     [ -f "$f" ] || continue
+    [ -r "$f" ] || { denied credential_files "$f"; continue; }
     head -c 1048576 "$f" 2>/dev/null | grep -qE 'A(KI|SI)A[0-9A-Z]{16}' &&
       { printf 'credential\taws-access-key-id\t'; one "$f"; }
     head -c 1048576 "$f" 2>/dev/null |
@@ -554,10 +588,17 @@ s_hygiene() {
   for d in /var/cache/apt /var/lib/apt/lists /var/cache/yum /var/cache/dnf; do
     [ -d "$d" ] || continue
     kb=
-    if ck -i 'No such file or directory' "du -sk $d" T 10 du -sk "$d"; then  # a file removed mid-walk: no failure
-      kb=${CAP%%"$TAB"*}
-      case $kb in ''|*[!0-9]*) kb=; CAP_RC=1 CAP_ERR="printed no size"; fail "du -sk $d" ;; esac
-    fi
+    cap -i 'No such file or directory' T 10 du -sk "$d"  # a file removed mid-walk: no failure
+    case $CAP_RC in
+      0) kb=${CAP%%"$TAB"*}
+         case $kb in ''|*[!0-9]*) kb=; CAP_RC=1 CAP_ERR="printed no size"; fail "du -sk $d" ;; esac ;;
+      124|137) fail "du -sk $d" ;;
+      *) case $CAP_ERR in  # a directory du may not read (apt's `partial`, 0700 _apt): that size alone is unknown
+           *"Permission denied"*)
+             printf '@@AMI-AUDITOR-FAILED %s package_caches not read: ' "$N"; oneline "$d: $CAP_ERR"; printf '@@\n' ;;
+           *) fail "du -sk $d" ;;
+         esac ;;
+    esac
     printf 'cache\t%s\t' "$kb"; one "$d"
   done
   return 0

@@ -19,6 +19,9 @@ from .sections import MARKER_PREFIX, Section, split_sections
 _NONE = Section("", "", None)
 HOST_LABEL_FACTS = ("az", "az_id", "ami_id", "instance_type", "region")
 NO_NONCE = "no section carried this run's nonce"
+PROBE_REFUSED = "the host did not run the probe"  # errors.probe's start: the host status `probe_refused`
+_WORDS_LINES = 3  # a refusing host's own words: its first lines (stdout, then stderr), each clipped
+_WORDS_WIDTH = 200
 _TIMES = re.compile(r"(?<![\d.])(\d{1,9})m(\d{1,9}(?:\.\d{1,9})?)s")  # bounded: `0m..s` or 5,000 digits are no time
 
 
@@ -40,11 +43,36 @@ def untrusted(snapshot: Snapshot) -> str | None:
     return why if why.startswith(NO_NONCE) else snapshot["errors"].get("identity")
 
 
+def refused(snapshot: Snapshot) -> str | None:
+    """Why the host ran no probe at all, in its own words (a forced command, a nologin shell, sudo's
+    requiretty, an SFTP-only key, no sudo on PATH, a .bashrc that ate the script), else None: the caller
+    makes it the host's status `probe_refused`, never a host `ok` with every area missing."""
+    why = snapshot["errors"].get("probe", "")
+    return why if why.startswith(PROBE_REFUSED) else None
+
+
+def _host_words(result: CommandResult) -> str:
+    lines = [ln.strip() for ln in (result.stdout + "\n" + result.stderr).splitlines() if ln.strip()]
+    return " | ".join(clip(ln, _WORDS_WIDTH) for ln in lines[:_WORDS_LINES])
+
+
+def _refusal(result: CommandResult) -> str | None:
+    """The probe never started: it exited (no deadline, no cut) before printing a single marker."""
+    if result.truncated or MARKER_PREFIX in result.stdout:
+        return None
+    words = _host_words(result)
+    return (f"{PROBE_REFUSED} (exit status {result.exit_status}); "
+            + (f"it said: {words}" if words else "it printed nothing"))
+
+
 def _trust_errors(result: CommandResult, sections: dict[str, Section], done: bool,
                   instance_id: str | None) -> dict[str, str]:
-    """Errors about the output as a whole: unfinished, forged or replayed framing, another instance's."""
+    """Errors about the output as a whole: refused, unfinished, forged or replayed framing, another
+    instance's."""
     errors: dict[str, str] = {}
-    if not sections and not done and MARKER_PREFIX + "SECTION " in result.stdout:  # framed, by another nonce
+    if not sections and not done and (why := _refusal(result)):
+        errors["probe"] = why
+    elif not sections and not done and MARKER_PREFIX + "SECTION " in result.stdout:  # framed, by another nonce
         errors["probe"] = (f"{NO_NONCE}: output replayed or forged (not trusted); probe exited with status "
                            f"{result.exit_status}")
     elif not done:

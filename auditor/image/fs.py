@@ -41,6 +41,7 @@ MAX_DU_ENTRIES = 200_000  # entries `disk_usage` visits before it stops (and not
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _CHECK_EVERY = 1024  # directory entries between two deadline checks
+NOT_FOUND = "not found"  # open_regular's reason for a path that is absent (not refused)
 
 
 class ImageFSError(OSError):
@@ -61,12 +62,14 @@ class Note:
 
 @dataclass
 class _Walk:
-    """The end of a lookup: an fd of the parent directory, the final name and its lstat (None: absent)."""
+    """The end of a lookup: an fd of the parent directory, the final name and its lstat (None: absent, or
+    `refused`: why the reader would not look there)."""
 
     parent_fd: int
     name: str
     st: os.stat_result | None
     parts: list[str]
+    refused: str | None = None
 
 
 @dataclass
@@ -90,8 +93,8 @@ class _Lookup:
     def here(self, name: str) -> str:
         return "/" + "/".join([*self.names(), name])
 
-    def end(self, name: str, st: os.stat_result | None) -> _Walk:
-        return _Walk(self.cur(), name, st, self.names())
+    def end(self, name: str, st: os.stat_result | None, refused: str | None = None) -> _Walk:
+        return _Walk(self.cur(), name, st, self.names(), refused)
 
     def close_all(self) -> None:
         """Back at the image root: every directory entered is closed."""
@@ -149,6 +152,11 @@ class ImageFS:
             while found is None:
                 found = self._step(look, follow)
             yield found
+        except (FileNotFoundError, NotADirectoryError, ImageFSError):
+            raise  # absent (changed under the walk), or refused and noted already
+        except OSError as exc:  # EACCES for a scanner without DAC override, EIO: a read that failed, not an absence
+            self.note("refused", path, f"not read: {exc.strerror or type(exc).__name__}")
+            raise
         finally:
             look.close_all()
 
@@ -181,9 +189,9 @@ class ImageFS:
         if self.foreign and stat.S_ISDIR(st.st_mode):
             where = os.path.join(self.real_root, *look.names(), comp)
             if where in self.foreign:
-                self.note("refused", look.path, f"{self.foreign[where]} ({look.here(comp)}); only the image's "
-                          "own filesystems are read")
-                return look.end(comp, None)
+                why = f"{self.foreign[where]} ({look.here(comp)}); only the image's own filesystems are read"
+                self.note("refused", look.path, why)
+                return look.end(comp, None, why)
         if last:
             return look.end(comp, st)
         if not stat.S_ISDIR(st.st_mode):
@@ -238,6 +246,17 @@ class ImageFS:
         except OSError:
             return None
 
+    def lookup(self, path: str) -> tuple[os.stat_result | None, str | None]:
+        """`stat` that tells an absence from a refusal: (st, None) found, (None, None) absent, (None, why)
+        when the reader could not or would not look (a link loop, another filesystem, permission denied)."""
+        try:
+            with self._walk(path) as w:
+                return w.st, w.refused
+        except (FileNotFoundError, NotADirectoryError):
+            return None, None
+        except OSError as exc:
+            return None, exc.strerror or type(exc).__name__
+
     def is_dir(self, path: str) -> bool:
         st = self.stat(path)
         return st is not None and stat.S_ISDIR(st.st_mode)
@@ -247,7 +266,7 @@ class ImageFS:
         """An fd of a regular file at `path` (None if absent or refused: then `why` gets the reason, when
         given); closed after the block."""
         fd = -1
-        reason = "not found"
+        reason = NOT_FOUND
         try:
             with self._walk(path) as w:
                 if w.st is None or stat.S_ISDIR(w.st.st_mode):
@@ -276,9 +295,10 @@ class ImageFS:
             if fd >= 0:
                 os.close(fd)
 
-    def read(self, path: str, cap: int) -> bytes | None:
-        """At most `cap` bytes of a regular file (a longer file is cut and noted)."""
-        with self.open_regular(path) as opened:
+    def read(self, path: str, cap: int, why: list[str] | None = None) -> bytes | None:
+        """At most `cap` bytes of a regular file (a longer file is cut and noted). `why`, when given, gets
+        why nothing was read (NOT_FOUND: absent) or why the text is not the whole file."""
+        with self.open_regular(path, why) as opened:
             if opened is None:
                 return None
             fd, st = opened
@@ -291,10 +311,12 @@ class ImageFS:
                 data += chunk
             if len(data) >= cap and st.st_size > cap:
                 self.note("truncated", path, f"only the first {cap} of {st.st_size} bytes were read")
+                if why is not None:
+                    why.append(f"only the first {cap} of {st.st_size} bytes were read")
             return bytes(data)
 
-    def read_text(self, path: str, cap: int) -> str | None:
-        data = self.read(path, cap)
+    def read_text(self, path: str, cap: int, why: list[str] | None = None) -> str | None:
+        data = self.read(path, cap, why)
         return None if data is None else data.decode("utf-8", "replace")
 
     def listdir(self, path: str, cap: int = MAX_DIR_ENTRIES) -> list[str] | None:
@@ -323,15 +345,28 @@ class ImageFS:
             os.close(fd)
         return sorted(names)
 
-    def disk_usage(self, path: str, cap: int = MAX_DU_ENTRIES) -> int | None:
+    def _uncounted(self, path: str, exc: OSError, why: list[str] | None) -> None:
+        reason = f"disk usage not counted under it: {exc.strerror or type(exc).__name__}"
+        self.note("refused", path, reason)
+        if why is not None and reason not in why:
+            why.append(reason)
+
+    def disk_usage(self, path: str, cap: int = MAX_DU_ENTRIES, why: list[str] | None = None) -> int | None:
         """KiB used under a directory, as `du -sk` (links not followed, hard links once, other filesystems
-        skipped); None when `path` is not a directory. Past `cap` entries it stops and notes the cut."""
+        skipped); None when `path` is not a directory. Past `cap` entries it stops and notes the cut; a
+        directory under it that cannot be read is noted (and `why`, when given, says so: the sum is short)."""
         try:
             with self._walk(path) as w:
                 if w.st is None or not stat.S_ISDIR(w.st.st_mode):
+                    if w.refused and why is not None:
+                        why.append(w.refused)
                     return None
                 top = os.open(w.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=w.parent_fd)
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            if why is not None:
+                why.append(f"not read: {exc.strerror or type(exc).__name__}")
             return None
         dev = os.fstat(top).st_dev
         seen: set[tuple[int, int]] = set()
@@ -348,6 +383,8 @@ class ImageFS:
                                 self.check_time()
                             if visited > cap:
                                 self.note("truncated", path, f"disk usage counted over the first {cap} entries only")
+                                if why is not None:
+                                    why.append(f"disk usage counted over the first {cap} entries only")
                                 return blocks // 2
                             st = entry.stat(follow_symlinks=False)
                             if st.st_dev != dev or (st.st_nlink > 1 and (st.st_dev, st.st_ino) in seen):
@@ -355,11 +392,13 @@ class ImageFS:
                             seen.add((st.st_dev, st.st_ino))
                             blocks += st.st_blocks
                             if stat.S_ISDIR(st.st_mode):
-                                with contextlib.suppress(OSError):
+                                try:
                                     todo.append(os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
                                                         | os.O_CLOEXEC, dir_fd=fd))
-                except OSError:
-                    pass
+                                except OSError as exc:
+                                    self._uncounted(path, exc, why)
+                except OSError as exc:
+                    self._uncounted(path, exc, why)
                 finally:
                     os.close(fd)
         finally:

@@ -17,7 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 
-from .fs import ImageFS
+from .fs import NOT_FOUND, ImageFS
 from .text import quote
 
 STATUS_CAP = 256 << 20
@@ -26,6 +26,7 @@ RPM_DBS = ("usr/lib/sysimage/rpm", "var/lib/rpm")
 RPM_TIMEOUT_S = 30
 RPM_POLL_S = 0.1  # how often a running rpm is checked for a stop or the deadline
 RC_NOT_AVAILABLE = 3
+RC_FAILED = 1
 _CHECK_EVERY = 1 << 16  # status lines between two deadline checks
 
 
@@ -79,10 +80,14 @@ class Packages:
         self._status_paragraphs: list[dict[str, str]] | None = None
         self._versions: dict[str, str] | None = None
         self._rpm_db: str | None = None
+        self.status_failure: str | None = None  # why var/lib/dpkg/status was not read whole
 
     def _status(self) -> list[dict[str, str]]:
         if self._status_paragraphs is None:
-            text = self.fs.read_text("var/lib/dpkg/status", STATUS_CAP) or ""
+            why: list[str] = []
+            text = self.fs.read_text("var/lib/dpkg/status", STATUS_CAP, why) or ""
+            if why and why[0] != NOT_FOUND:  # cut or refused: the package list is not the image's
+                self.status_failure = why[0]
             self._status_paragraphs = _paragraphs(text, self.check_time)
         return self._status_paragraphs
 
@@ -173,6 +178,8 @@ class Packages:
         """The `packages` section: `manager=` then `name<TAB>version<TAB>arch` rows."""
         if self.has_dpkg():
             rows = sorted(set(_installed(self._status())))
+            if self.status_failure:  # a list cut short would read as packages removed: no list at all
+                return "", RC_FAILED  # ImageSections names why
             return "\n".join(["manager=dpkg", *("\t".join(r) for r in rows)]), 0
         out = self._rpm(["-qa", "--qf", "%{NAME}\\t%{VERSION}-%{RELEASE}\\t%{ARCH}\\n"])
         if out is not None:

@@ -4,7 +4,8 @@ Same section names and body formats as probe.sh prints (the parsers cannot tell 
 with the run's nonce (framing.py). Nothing in the image is executed; every file is read inside the
 image root with a size cap; runtime sections say "not applicable" (RC_OFFLINE). What the reader
 refused or found suspicious (a link leading out of the root, a FIFO, a cut read) goes into an extra
-`confinement` section, one note per line.
+`confinement` section, one note per line. A refused or cut read also fails the section that wanted it,
+by name (a FAILED line): that fact is unknown, never "absent" or empty, and the section's other facts stand.
 
 Bounded in time as in size: every read checks the run's deadline (ImageFS.check_time), and every pattern
 over image text is RE2 (linear in the line; a backtracking pattern is quadratic on a hostile line). A
@@ -18,8 +19,10 @@ import base64
 import hashlib
 import os
 import re
+import stat
 import time
 from collections.abc import Callable
+from os import stat_result
 from typing import Any
 
 import re2  # type: ignore[import-untyped]
@@ -30,7 +33,7 @@ from ..collect.parsers.confinement import CONFINEMENT
 from ..collect.section_list import SECTIONS
 from ..errors import ProbeTimeout, TransportError
 from .config import ConfigReader, kernels_section
-from .fs import ImageFS
+from .fs import NOT_FOUND, ImageFS, Note
 from .packages import Packages
 from .text import quote
 from .units import list_unit_files
@@ -92,6 +95,9 @@ class ImageSections:
         self.check_time = fs.check_time  # the run's deadline and SIGINT/SIGTERM
         self.packages = Packages(fs, self.check_time)
         self._owners: dict[int, str] | None = None
+        # the section being produced: the facts it could not read, their paths by (fact, why) (`_failed`)
+        self._failures: dict[tuple[str, str], list[str]] = {}
+        self._failed_paths: set[str] = set()
 
     def identity(self) -> str:
         image_id = " ".join((self.fs.read_text("etc/image-id", SMALL_CAP) or "").splitlines())
@@ -252,23 +258,55 @@ class ImageSections:
                 lines.append(f"last_exit={exits[-1]}")
         return "\n".join(lines)
 
-    def _has_line(self, path: str, pattern: Any) -> bool:
-        text = self.fs.read_text(path, SMALL_CAP) or ""
+    def _failed(self, fact: str, path: str, why: str) -> None:
+        """A fact of the section being produced could not be read: named in it (a FAILED line), never an
+        empty or "absent" answer; the section's other facts stand."""
+        self._failures.setdefault((fact, why), []).append(quote(path))
+        self._failed_paths.add("/" + "/".join(p for p in path.split("/") if p))
+
+    def _regular(self, path: str, fact: str) -> stat_result | None:
+        """The stat of a regular file as `[ -f ]` takes it; None when absent (or a directory). A path the
+        reader refuses (a link loop, a FIFO, another filesystem, permission denied) fails `fact`."""
+        st, why = self.fs.lookup(path)
+        if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            why = "not a regular file (FIFO, socket or device); not read"
+            self.fs.note("refused", path, why)
+            st = None
+        if why:
+            self._failed(fact, path, why)
+        return st if st is not None and stat.S_ISREG(st.st_mode) else None
+
+    def _text(self, path: str, cap: int, fact: str) -> str | None:
+        """A regular file's text (None when absent); a refused or cut read fails `fact`."""
+        if self._regular(path, fact) is None:
+            return None
+        why: list[str] = []
+        text = self.fs.read_text(path, cap, why)
+        if why and why[0] != NOT_FOUND:
+            self._failed(fact, path, why[0])
+        return text
+
+    def _has_line(self, path: str, pattern: Any, fact: str = "credential_files") -> bool:
+        text = self._text(path, SMALL_CAP, fact) or ""
         return any(pattern.search(line) for line in text.splitlines())
 
     def hygiene(self) -> str:
-        """probe.sh's s_hygiene for an image: metadata only (no key, history or secret content kept)."""
+        """probe.sh's s_hygiene for an image: metadata only (no key, history or secret content kept). A file
+        the reader refuses fails its fact by name (`_failed`); the section's other facts stand."""
         lines = ["image=1", f"cloud_instances={len(self.fs.listdir('var/lib/cloud/instances') or [])}"]
-        machine_id = self.fs.read_text("etc/machine-id", 64) if self._is_file("/etc/machine-id") else None
+        failures = len(self._failed_paths)
+        machine_id = self._text("/etc/machine-id", 64, "machine_id_state")
         first = "".join(_first_line(machine_id).split())
         state = "absent" if machine_id is None else first if first in ("", "uninitialized") else "populated"
-        lines.append(f"machine_id_state={state or 'empty'}")
+        if len(self._failed_paths) == failures:  # refused: unknown, never "absent"
+            lines.append(f"machine_id_state={state or 'empty'}")
         for name in self.fs.listdir("etc/ssh") or []:
             path = f"/etc/ssh/{name}"
-            if not (name.startswith("ssh_host_") and name.endswith("_key")) or not self._is_file(path):
+            if not (name.startswith("ssh_host_") and name.endswith("_key")) or \
+                    self._regular(path, "ssh_host_keys") is None:
                 continue
             fp = "-"
-            pub = self.fs.read_text(path + ".pub", 65536) or ""
+            pub = self._text(path + ".pub", 65536, "ssh_host_keys") or ""
             blob = (pub.splitlines() or [""])[0].split()
             if len(blob) > 1 and _B64.match(blob[1]):
                 try:
@@ -277,7 +315,7 @@ class ImageSections:
                     fp = "-"
             lines.append(f"key\t{quote(name[len('ssh_host_'):-len('_key')])}\t{fp}\t{quote(path)}")
         for path in ("/root/.ssh/authorized_keys", "/root/.ssh/authorized_keys2"):
-            text = self.fs.read_text(path, LOG_CAP) if self._is_file(path) else None
+            text = self._text(path, LOG_CAP, "root_authorized_keys")
             if text is not None:
                 count = sum(1 for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#"))
                 lines.append(f"authorized\t{count}\t{path}")
@@ -286,12 +324,12 @@ class ImageSections:
             if not self.fs.is_dir(home):
                 continue
             for name in HISTORIES:
-                st = self.fs.stat(f"{home}/{name}")
-                if st is not None and self._is_file(f"{home}/{name}"):
+                st = self._regular(f"{home}/{name}", "shell_histories")
+                if st is not None:
                     lines.append(f"history\t{st.st_size}\t{quote(home + '/' + name)}")
             for rel, kind in CREDENTIAL_FILES:
-                st = self.fs.stat(f"{home}/{rel}")
-                if st is not None and st.st_size > 0 and self._is_file(f"{home}/{rel}"):
+                st = self._regular(f"{home}/{rel}", "credential_files")
+                if st is not None and st.st_size > 0:
                     lines.append(f"credential\t{kind}\t{quote(home + '/' + rel)}")
             if self._has_line(f"{home}/.aws/config", _AWS_CONFIG_SECRET):
                 lines.append(f"credential\taws-credentials\t{quote(home + '/.aws/config')}")
@@ -302,7 +340,7 @@ class ImageSections:
             env_files += [f"/etc/{d}/{n}" for n in self.fs.listdir(f"etc/{d}", cap=1000) or []
                           if d != "profile.d" or n.endswith(".sh")]
         for path in sorted(env_files):
-            if not self._is_file(path):
+            if self._regular(path, "credential_files") is None:
                 continue
             if self._has_line(path, _AWS_KEY_ID):
                 lines.append(f"credential\taws-access-key-id\t{quote(path)}")
@@ -310,11 +348,20 @@ class ImageSections:
                 lines.append(f"credential\tsecret-variable\t{quote(path)}")
             self.check_time()
         for path in PACKAGE_CACHES:
-            kb = self.fs.disk_usage(path)
+            why: list[str] = []
+            kb = self.fs.disk_usage(path, why=why)
+            if why:  # a sum short of what is there is no size: unknown, and named
+                self._failed("package_caches", path, "; ".join(why))
             if kb is not None:
-                lines.append(f"cache\t{kb}\t{path}")
+                lines.append(f"cache\t{'' if why else kb}\t{path}")
             self.check_time()
         return "\n".join(lines)
+
+    def _packages(self) -> tuple[str, int]:
+        body, rc = self.packages.section()
+        if self.packages.status_failure:
+            self._failed("packages", "/var/lib/dpkg/status", self.packages.status_failure)
+        return body, rc
 
     def _producers(self) -> dict[str, Callable[[], str | tuple[str, int]]]:
         """What the image reader prints for each section that is not runtime state (section_list.py)."""
@@ -331,10 +378,19 @@ class ImageSections:
             "eks": self.eks,
             "ecs": self.ecs,
             "hygiene": self.hygiene,
-            "packages": self.packages.section,
+            "packages": self._packages,
             "config": lambda: ConfigReader(self.fs, self.check_time).section(),
             "kernels": lambda: kernels_section(self.fs, self.check_time),
         }
+
+    def _with_failures(self, body: str, notes: list[Note]) -> str:
+        """`body` and a FAILED line per read this section could not make: its producer's named facts, then
+        every other refused or cut read noted while it ran (escapes are read as chroot would: no failure).
+        With status 0 the section's other facts stand (collectors.py `_partial`)."""
+        named = [f"{fact} not read: {paths[0]}{f' (and {len(paths) - 1} more)' if len(paths) > 1 else ''}: {why}"
+                 for (fact, why), paths in self._failures.items()]  # a home it may not enter: once per fact
+        reasons = named + [n.line() for n in notes if n.kind != "escape" and n.path not in self._failed_paths]
+        return "\n".join([body, *(framing.failed_marker(self.nonce, r) for r in reasons)]) if reasons else body
 
     def text(self) -> str:
         """Every section of the one section list, in its order; runtime ones "not applicable" (RC_OFFLINE)."""
@@ -353,12 +409,15 @@ class ImageSections:
             elif late:
                 body, rc = "", RC_TIMED_OUT
             else:
+                noted = len(self.fs.notes)
+                self._failures, self._failed_paths = {}, set()
                 try:
                     self.check_time()
                     result = producers[spec.name]()
                     body, rc = result if isinstance(result, tuple) else (result, 0)
                 except ProbeTimeout:
                     late, body, rc = True, "", RC_TIMED_OUT
+                body = self._with_failures(body, self.fs.notes[noted:])
             out.append(framing.section_text(self.nonce, spec.name, body, rc))
         out.append(framing.done_marker(self.nonce) + "\n")
         return "".join(out)

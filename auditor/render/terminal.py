@@ -7,7 +7,8 @@ from collections.abc import Callable
 from .. import textsafe
 from ..context import Env
 from ..models import HostResult
-from ..notread import not_read, not_read_words
+from ..notread import NOTES, not_read, not_read_words
+from .view import denied_facts
 
 
 def progress_printer(env: Env) -> Callable[[HostResult, int, int], None] | None:
@@ -52,7 +53,13 @@ def _facts(result: HostResult) -> str:
             bits.append("restarting: " + ",".join(looping[:3]))
     if (dying := ((facts.get("cgroups") or {}).get("memory") or {}).get("dying")) is not None:
         bits.append(f"dying memcgs {dying}")
-    missing = not_read(snap.get("errors") or {}, (snap.get("probe") or {}).get("failed_areas"),
-                       snap.get("not_applicable"))
+    errors = snap.get("errors") or {}
+    notes = NOTES & set(errors) if result.complete else frozenset()  # links read as chroot would
+    missing = not_read({k: v for k, v in errors.items() if k not in notes},
+                       (snap.get("probe") or {}).get("failed_areas"), snap.get("not_applicable"))
     bits.extend(f"{word}: {','.join(areas)}" for word, areas in not_read_words(missing))
+    if notes:
+        bits.append("notes: " + ",".join(sorted(notes)))
+    if denied := denied_facts(errors):  # said once here, not once per rule that reads them
+        bits.append(f"permission denied, so unknown: {','.join(denied)} (root would read them)")
     return textsafe.one_line("; ".join(bits))
