@@ -123,7 +123,7 @@ def run_diff(*argv: str) -> tuple[int, str, str]:
 
 def test_diff_command_between_snapshots_and_baselines(golden_yaml: Path) -> None:
     code, out, _ = run_diff(str(FLEET / "a1.json"), str(FLEET / "a3.json"))
-    assert (code, out.strip()) == (0, f"0 difference(s) from {FLEET / 'a1.json'} to {FLEET / 'a3.json'}")
+    assert (code, out.strip()) == (0, f"0 change(s) (0 difference(s)) from {FLEET / 'a1.json'} to {FLEET / 'a3.json'}")
     code, out, _ = run_diff("--json", str(FLEET / "a1.json"), str(FLEET / "b1.json"))
     diffs = {d["path"]: d for d in json.loads(out)}
     assert code == 1

@@ -91,6 +91,45 @@ def test_markdown_and_html_name_ecs_and_kubelet_first_without_not_applicable_noi
     assert "Content-Security-Policy" in html and "<script" not in html and "cgroups" not in html
 
 
+def test_text_markdown_json_and_html_give_one_count_for_the_same_pair(tmp_path: Path) -> None:
+    """Text listed 11 differences (one per fact path) where the Markdown said 6 changes (one per subject): now
+    every format says both numbers the same way, and the numbers are what each lists."""
+    a, b = two_images(tmp_path)
+    _, text = run("diff", f"image://{a}", f"image://{b}")
+    _, md = run("diff", "--format", "md", f"image://{a}", f"image://{b}")
+    _, html = run("diff", "--format", "html", f"image://{a}", f"image://{b}")
+    notes = json.loads(run("diff", "--format", "json", f"image://{a}", f"image://{b}")[1])
+    lines = text.splitlines()
+    footer = lines[-1].split(" from ")[0]
+    summary = next(ln for ln in md.splitlines() if "change(s)" in ln).rstrip(".")
+    assert footer == summary == "6 change(s): 3 high, 1 medium, 2 low (11 difference(s))", (footer, summary)
+    assert f"<p>{summary}.</p>" in html
+    assert len(lines) - 1 == notes["differences"] == 11  # a text line per difference
+    rows = [ln for ln in md.splitlines() if ln.startswith(("| high", "| medium", "| low"))]
+    assert len(rows) == notes["changes"] == 6  # a Markdown row per change
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "json", "html"])
+def test_diff_out_writes_what_would_be_printed_and_says_where(tmp_path: Path, fmt: str) -> None:
+    a, b = two_images(tmp_path)
+    printed = run("diff", "--format", fmt, f"image://{a}", f"image://{b}")[1]
+    target = tmp_path / "notes" / f"release.{fmt}"
+    target.parent.mkdir()
+    code, told = run("diff", "--format", fmt, "--out", str(target), f"image://{a}", f"image://{b}")
+    assert code == 1 and target.read_text(encoding="utf-8") == printed
+    assert told.splitlines() == [printed.splitlines()[-1] if fmt == "text" else
+                                 f"6 change(s): 3 high, 1 medium, 2 low (11 difference(s)) from image://{a} to image://{b}",
+                                 f"wrote {target}"]
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]  # no temporary left beside it
+
+
+def test_diff_out_that_cannot_be_written_is_bad_input_before_anything_is_read(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["diff", "--out", str(tmp_path), "image:///nonexistent-a", "image:///nonexistent-b"],
+                Env(stdout=out, stderr=err))
+    assert code == 2 and out.getvalue() == "" and "--out" in err.getvalue() and "is a directory" in err.getvalue()
+
+
 def test_hostile_names_are_escaped(tmp_path: Path) -> None:
     a, b = make_root(tmp_path / "a"), make_root(tmp_path / "b")
     unit = "x<script>alert(1)<|`.service"

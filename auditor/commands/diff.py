@@ -8,11 +8,13 @@ leaves those facts out as volatile.
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .. import exitcodes
+from ..atomicio import check_writable_file, write_text_atomic
 from ..context import Env
 from ..errors import InputError
 from ..models import HostSpec
@@ -38,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--deadline", type=bounded_float(0.0, MAX_DEADLINE_S), default=60.0, metavar="SECONDS",
                    help="per live host (default 60)")
     p.add_argument("--json", action="store_true", help="print the differences as a JSON list")
+    p.add_argument("--out", metavar="FILE", help="write what would be printed (in the chosen format) to FILE, "
+                                                 "atomically, and print the summary and `wrote FILE`")
     p.add_argument("--format", choices=("text", *RELEASE_FORMATS), default="text",
                    help="text (default): one line per difference; md, json, html: release notes grouped by area "
                         "(units, binaries, packages in version order, kernel, sysctls), worst first")
@@ -98,9 +102,25 @@ def _show(value: Any) -> str:
     return "—" if value is None else display(value)
 
 
+def _document(args: argparse.Namespace, diffs: list[Difference], summary: str, notes: dict[str, Any]) -> str:
+    """What `diff` prints in the chosen format, host text made inert (textsafe), ending in a newline."""
+    from ..textsafe import block, json_text
+
+    if args.format != "text":
+        text = render_release_notes(notes, args.format).rstrip("\n") + "\n"
+        return json_text(text) if args.format == "json" else block(text)
+    if args.json:
+        return json_text(json.dumps([asdict(d) for d in diffs], indent=2, ensure_ascii=False, default=list)) + "\n"
+    lines = [f"{d.kind:<8} [{d.severity}] {d.path}: {_show(d.expected)} → {_show(d.actual)}" for d in diffs]
+    return block("\n".join([*lines, f"{summary} from {args.a} to {args.b}"]) + "\n")
+
+
 def run(args: argparse.Namespace, env: Env) -> int:
     from ..targets.resolve import inventory_specs, with_ami_settings
 
+    out = Path(args.out).expanduser() if args.out else None
+    if out is not None:
+        check_writable_file(out, "--out")  # before any host is contacted
     inventory = {s.name: s for s in inventory_specs(args.inventory)}
     sides = [_side(args.a, inventory), _side(args.b, inventory)]
     loaded: list[Baseline | Snapshot] = []
@@ -119,17 +139,18 @@ def run(args: argparse.Namespace, env: Env) -> int:
         from ..compare.release import hygiene_appeared
 
         diffs += hygiene_appeared((first.get("facts") or {}).get("hygiene"), (second.get("facts") or {}).get("hygiene"))
-    if args.format != "text":
-        skipped = {a for side in loaded if isinstance(side, dict) for a in side.get("not_applicable") or ()}
-        from ..compare.release import release_notes
-        from ..targets.inventory import safe_target
+    from ..compare.release import release_notes
+    from ..render.release_notes import summary_line
+    from ..targets.inventory import safe_target
 
-        notes = release_notes(diffs, safe_target(args.a, quote=False), safe_target(args.b, quote=False), skipped)
-        env.out(render_release_notes(notes, args.format).rstrip("\n"))
-    elif args.json:
-        env.out_json([asdict(d) for d in diffs], default=list)
+    skipped = {a for side in loaded if isinstance(side, dict) for a in side.get("not_applicable") or ()}
+    notes = release_notes(diffs, safe_target(args.a, quote=False), safe_target(args.b, quote=False), skipped)
+    summary = summary_line(notes)  # one count for text, md, json and html: changes, then the differences they hold
+    document = _document(args, diffs, summary, notes)
+    if out is None:
+        env.write(document, escape=False)
     else:
-        for d in diffs:
-            env.out(f"{d.kind:<8} [{d.severity}] {d.path}: {_show(d.expected)} → {_show(d.actual)}")
-        env.out(f"{len(diffs)} difference(s) from {args.a} to {args.b}")
+        write_text_atomic(out, document)
+        env.out(f"{summary} from {args.a} to {args.b}")
+        env.out(f"wrote {out}")
     return exitcodes.FINDINGS if diffs else exitcodes.OK

@@ -153,10 +153,13 @@ def hygiene_appeared(before: Mapping[str, Any] | None, after: Mapping[str, Any] 
 def release_notes(diffs: Iterable[Difference], source: str, target: str,
                   not_compared: Iterable[str] = ()) -> dict[str, Any]:
     """The release notes document: sections ordered by their worst change (ties: SECTIONS order), changes
-    in a section by severity then subject. `not_compared`: areas left out as not applicable to a side."""
+    in a section by severity then subject; `differences` counts the fact paths the changes (and the
+    unknowns) hold, one per line of the text output. `not_compared`: areas left out as not applicable to a side."""
     entries: dict[tuple[str, str], _Entry] = {}
     unknown = []
+    differences = 0
     for d in diffs:
+        differences += 1
         if d.kind == "unknown":
             unknown.append({"area": d.path.removeprefix("facts."), "from": d.expected, "to": d.actual})
             continue
@@ -176,5 +179,5 @@ def release_notes(diffs: Iterable[Difference], source: str, target: str,
         for c in s["changes"]:
             counts[c["severity"]] = counts.get(c["severity"], 0) + 1
     return {"schema": SCHEMA, "from": source, "to": target, "changes": sum(counts.values()),
-            "by_severity": counts, "sections": sections, "unknown": unknown,
+            "differences": differences, "by_severity": counts, "sections": sections, "unknown": unknown,
             "not_compared": sorted(set(not_compared))}

@@ -20,10 +20,17 @@ def _value(value: Any) -> str:
     return "—" if value is None else view.short(view.show(value), 80)
 
 
+def summary_line(notes: dict[str, Any]) -> str:
+    """The count every format of `diff` gives: changes (one per subject, as the notes list them) by severity,
+    then the differences (fact paths, one per line of the text output) they hold."""
+    counts = ", ".join(f"{n} {s}" for s, n in notes["by_severity"].items())
+    return f"{notes['changes']} change(s)" + (f": {counts}" if counts else "") + \
+        f" ({notes['differences']} difference(s))"
+
+
 def markdown(notes: dict[str, Any]) -> str:
     lines = [f"# Release notes: {code(notes['from'])} → {code(notes['to'])}", ""]  # code spans: nothing escaped
-    counts = ", ".join(f"{n} {s}" for s, n in notes["by_severity"].items())
-    lines.append(f"{notes['changes']} change(s)" + (f": {counts}" if counts else "") + ".")
+    lines.append(summary_line(notes) + ".")  # numbers and severity names: nothing from a host
     for section in notes["sections"]:
         lines += ["", f"## {section['title']}", "", "| severity | subject | change | before | after |",
                   "| --- | --- | --- | --- | --- |"]
@@ -41,4 +48,4 @@ def render(notes: dict[str, Any], fmt: str) -> str:
         return json.dumps(notes, indent=2, ensure_ascii=True, default=list) + "\n"
     if fmt == "md":
         return markdown(notes)
-    return environment().get_template(TEMPLATE).render(notes=notes)
+    return environment().get_template(TEMPLATE).render(notes=notes, summary=summary_line(notes))
