@@ -8,6 +8,7 @@ the renderers alike.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -108,3 +109,16 @@ def fleet_not_read(doc: Mapping[str, Any]) -> list[NotRead]:
         for area, (word, why) in host_not_read(host).items():
             rows.setdefault((word, area), NotRead(word, area, why)).hosts.append(str(host.get("name")))
     return sorted(rows.values(), key=lambda r: (NOT_READ_ORDER.index(r.word), -len(r.hosts), r.area))
+
+
+_DENIED = re.compile(r"([a-z_]+) not read: [^;]*Permission denied")
+
+
+def denied_facts(errors: Mapping[str, str]) -> list[str]:
+    """The facts a scan without root could not read (a FAILED line `FACT not read: PATH: … Permission
+    denied`, from the probe's hygiene section or the image reader), each once, in the order first named."""
+    seen: dict[str, None] = {}
+    for text in errors.values():
+        for fact in _DENIED.findall(text if isinstance(text, str) else ""):
+            seen.setdefault(fact, None)
+    return list(seen)

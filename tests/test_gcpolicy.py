@@ -33,9 +33,9 @@ def test_analyze_runs_its_report_steps_under_the_policy(tmp_path: Path, monkeypa
 
     real = stage.write
 
-    def write(*args: object, **kwargs: object) -> None:
+    def write(*args: object, **kwargs: object) -> object:
         seen.append((gc.get_threshold()[0], gc.get_freeze_count()))
-        real(*args, **kwargs)  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(stage, "write", write)
     for name in ("fleet-a1", "fleet-b1"):

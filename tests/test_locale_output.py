@@ -85,6 +85,6 @@ def test_json_on_stdout_stays_valid_json_with_the_same_strings(latin1_env: dict[
     snapshot = json.loads((SNAPSHOTS / "fleet-a1.json").read_text(encoding="utf-8"))
     (snaps / "a.json").write_text(json.dumps({**snapshot, "name": name}), encoding="utf-8")
     proc = run(latin1_env, "analyze", str(snaps), "--no-store", "--format", "json")
-    shown(proc, 1)
+    shown(proc, 0)  # fleet-a1 (a container: no time-sync finding) has only a medium one
     doc = json.loads(proc.stdout.decode("latin-1"))
     assert [h["name"] for h in doc["hosts"]] == [name]

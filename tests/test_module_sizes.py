@@ -18,9 +18,15 @@ MAX_FUNCTION_LINES = 60
 # module path (under auditor/) → why it is still longer
 MODULE_ALLOWLIST: dict[str, str] = {
     "facttypes.py": "generated from collect/facts.yaml: one TypedDict per object and list row of the schema",
+    "image/sections.py": "one reader per probe section of an unbooted root; a fact refused is named per path "
+                         "(issue 36 replaces this gate with a report and splits modules by concern)",
+    "image/fs.py": "the bounded, no-follow file reads of an image root and their named refusals (issue 36)",
 }
 # "module path::qualified.name" → why it is still longer
-FUNCTION_ALLOWLIST: dict[str, str] = {}
+FUNCTION_ALLOWLIST: dict[str, str] = {
+    "image/sections.py::ImageSections.hygiene": "one pass over an image's hygiene paths, each refusal named "
+                                                "as its fact's failure (issue 36 splits by concern)",
+}
 
 
 def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:

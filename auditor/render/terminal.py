@@ -7,8 +7,7 @@ from collections.abc import Callable
 from .. import textsafe
 from ..context import Env
 from ..models import HostResult
-from ..notread import NOTES, not_read, not_read_words
-from .view import denied_facts
+from ..notread import NOTES, denied_facts, not_read, not_read_words
 
 
 def progress_printer(env: Env) -> Callable[[HostResult, int, int], None] | None:

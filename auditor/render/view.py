@@ -7,9 +7,8 @@ rule × item, drift by change, hosts by what is wrong with them) so 10,000 hosts
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,19 +30,6 @@ def show(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-
-
-_DENIED = re.compile(r"([a-z_]+) not read: [^;]*Permission denied")
-
-
-def denied_facts(errors: Mapping[str, str]) -> list[str]:
-    """The facts a scan without root could not read (a FAILED line `FACT not read: PATH: … Permission
-    denied`, from the probe's hygiene section or the image reader), each once, in the order first named."""
-    seen: dict[str, None] = {}
-    for text in errors.values():
-        for fact in _DENIED.findall(text if isinstance(text, str) else ""):
-            seen.setdefault(fact, None)
-    return list(seen)
 
 
 def p_value(value: Any) -> str:
