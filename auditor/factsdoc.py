@@ -11,10 +11,10 @@ the file is out of date. Regenerate it with:
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from .collect.schema import FactSpec, fact_tree
+from .docwrite import write_reference
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "facts.md"
 COMMAND = "python -m auditor.factsdoc"
@@ -89,11 +89,7 @@ def reference() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the reference (to DOC, or the path given)."""
-    args = sys.argv[1:] if argv is None else argv
-    target = Path(args[0]) if args else DOC
-    target.write_text(reference(), encoding="utf-8")
-    print(f"wrote {target}")
-    return 0
+    return write_reference(reference, DOC, argv)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,10 @@ that reads one). tests/test_rules_doc.py fails when the file is out of date. Reg
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from .collect.section_list import SECTIONS
+from .docwrite import write_reference
 from .judge.rules import Rule, RuleSet, load_rules
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
@@ -81,11 +81,7 @@ def builtin_reference() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the reference (to DOC, or the path given)."""
-    args = sys.argv[1:] if argv is None else argv
-    target = Path(args[0]) if args else DOC
-    target.write_text(builtin_reference(), encoding="utf-8")
-    print(f"wrote {target}")
-    return 0
+    return write_reference(builtin_reference, DOC, argv)
 
 
 if __name__ == "__main__":

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.test_browser import DevTools, chromium_binary
-from tests.test_docs_site import ROOT, mkdocs_build
+from tests.test_browser import DevTools, browser  # noqa: F401  (browser: the shared headless Chromium)
+from tests.test_docs_site import ROOT, site  # noqa: F401  (site: the strict build, once per module)
 
 FIRST_SCREEN = """(() => {
   const box = el => { if (!el) return null; const r = el.getBoundingClientRect();
@@ -30,32 +27,13 @@ FIRST_SCREEN = """(() => {
 })()"""
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("material", reason="mkdocs-material not installed: pip install -e '.[test]'")
-    out = tmp_path_factory.mktemp("site")
-    done = mkdocs_build(ROOT / "mkdocs.yml", out / "site")
-    assert done.returncode == 0, done.stdout + done.stderr
-    return out / "site"
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[DevTools]:
-    binary = chromium_binary()
-    with tempfile.TemporaryDirectory(prefix="ami-auditor-chromium-") as profile:
-        tools = DevTools(binary, Path(profile))
-        try:
-            yield tools
-        finally:
-            tools.close()
-
-
-def test_the_first_page_shows_what_it_is_and_the_quick_start_on_the_first_screen(site: Path,
-                                                                                  chromium: DevTools) -> None:
+def test_the_first_page_shows_what_it_is_and_the_quick_start_on_the_first_screen(site: Path,  # noqa: F811
+                                                                                  browser: DevTools,  # noqa: F811
+                                                                                  ) -> None:
     shots = Path(tempfile.mkdtemp(prefix="ami-auditor-docs-screens-"))
-    chromium.open(site / "index.html", width=1280, height=800)
-    seen = chromium.eval(FIRST_SCREEN)  # DevTools.eval parses the JSON
-    shot = chromium.screenshot(shots / "docs-first-page.png")
+    browser.open(site / "index.html", width=1280, height=800)
+    seen = browser.eval(FIRST_SCREEN)  # DevTools.eval parses the JSON
+    shot = browser.screenshot(shots / "docs-first-page.png")
     print(f"\nscreenshot: {shot}")
     assert seen["title"].startswith("ami-auditor") and seen["h1"].strip().startswith("ami-auditor")
     def one_line(command: str) -> str:
@@ -66,8 +44,8 @@ def test_the_first_page_shows_what_it_is_and_the_quick_start_on_the_first_screen
     assert seen["quickstart"]["top"] >= 0 and seen["quickstart"]["bottom"] <= 800, seen["quickstart"]
     assert {"User guide", "Deploy", "Reference"} <= set(seen["nav"]), seen["nav"]
     assert seen["fetched"] == [], "the site fetches from the network"
-    chromium.open(site / "index.html", width=390, height=844, mobile=True)
-    phone = chromium.eval(FIRST_SCREEN)
-    shot = chromium.screenshot(shots / "docs-first-page-phone.png")
+    browser.open(site / "index.html", width=390, height=844, mobile=True)
+    phone = browser.eval(FIRST_SCREEN)
+    shot = browser.screenshot(shots / "docs-first-page-phone.png")
     print(f"screenshot: {shot}")
     assert phone["width"] <= 390, phone["width"]
