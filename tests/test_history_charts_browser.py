@@ -1,0 +1,79 @@
+"""The history report's line charts as a reader sees them in headless Chromium at 1280 px (issue 35: "Findings by
+severity hides one line under another and the charts use a third of the page"). The store: six saved reports
+of tests/data/reports/fleet.json imported by the real CLI; the b hosts' critical, high and medium findings
+arrive together on day 2, so the three severity lines hold the same counts at every scan. Each of them must be
+seen (one of its marks is the topmost thing the browser paints at that spot), each drawn its own way, named
+in the legend with its latest value; every chart spans most of the page's content width."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from auditor.cli import main
+from auditor.context import Env
+from auditor.history.folder import save_scan
+from tests.test_browser import DevTools
+from tests.test_browser import browser as browser  # the module's headless Chromium
+from tests.test_history_report import DAYS, day
+
+SEEN = """JSON.stringify((() => {
+  const main = document.querySelector('main'), pad = getComputedStyle(main);
+  const content = main.clientWidth - parseFloat(pad.paddingLeft) - parseFloat(pad.paddingRight);
+  const chart = s => ({cls: s.getAttribute('class'), width: s.getBoundingClientRect().width});
+  const series = [...document.querySelectorAll('svg.pic-severity g.series')].map(g => {
+    const marks = [...g.querySelectorAll('circle, rect')];
+    const path = g.querySelector('path'), box = path.getBoundingClientRect();
+    return {name: g.dataset.name, values: g.dataset.values, dash: getComputedStyle(path).strokeDasharray,
+      geometry: [path.getAttribute('d'), box.top, box.bottom].join(' '), marks: marks.length,
+      onTop: marks.filter(m => { const r = m.getBoundingClientRect();
+        const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+        return hit === m || (hit && m.contains(hit)); }).length};
+  });
+  const legend = [...document.querySelectorAll('#severity .pic-legend li')].map(li => li.textContent.trim());
+  return {content, charts: [...document.querySelectorAll('svg.pic-trend')].map(chart), series, legend};
+})())"""
+
+
+def cli(*argv: str) -> None:
+    err = io.StringIO()
+    assert main(list(argv), Env(io.StringIO(), err)) == 0, err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("history-charts")
+    for k in range(DAYS):
+        save_scan(folder, day(k))
+    store = folder / "history.sqlite3"
+    cli("history", "import", str(folder / "."), "--store", str(store))
+    cli("history", "report", "--store", str(store), "--top", "3", "--out", str(folder / "history.html"))
+    return folder / "history.html"
+
+
+def test_equal_severity_lines_are_each_seen_drawn_apart_and_named(page: Path, browser: DevTools) -> None:
+    browser.open(page, 1280, 900)
+    browser.eval("document.getElementById('severity').scrollIntoView() || 1")  # elementFromPoint: on screen
+    seen = browser.eval(SEEN)
+    by = {s["name"]: s for s in seen["series"]}
+    same = [by[sev] for sev in ("critical", "high", "medium")]
+    assert len({s["values"] for s in same}) == 1, same  # the data: three lines on the same counts
+    assert all(s["marks"] == DAYS for s in same), same
+    hidden = [s["name"] for s in same if s["onTop"] == 0]
+    assert not hidden, f"drawn under another line at every scan: {hidden}; {json.dumps(seen['series'])}"
+    assert len({s["dash"] for s in same}) == 3, [s["dash"] for s in same]  # each line its own dash
+    assert len({s["geometry"] for s in same}) == 3  # and not one path drawn three times
+    latest = {sev: sum(1 for f in day(DAYS - 1)["findings"] if f["severity"] == sev and not f["waived"])
+              for sev in ("critical", "high", "medium", "low")}
+    assert seen["legend"] == [f"{sev} {n}" for sev, n in latest.items()], seen["legend"]
+
+
+def test_charts_take_the_page_width(page: Path, browser: DevTools) -> None:
+    browser.open(page, 1280, 900)
+    seen = browser.eval(SEEN)
+    assert len(seen["charts"]) == 3
+    narrow = [c for c in seen["charts"] if c["width"] < 0.8 * seen["content"]]
+    assert not narrow, f"content {seen['content']} px wide: {narrow}"
