@@ -3,7 +3,8 @@ severity hides one line under another and the charts use a third of the page"). 
 of tests/data/reports/fleet.json imported by the real CLI; the b hosts' critical, high and medium findings
 arrive together on day 2, so the three severity lines hold the same counts at every scan. Each of them must be
 seen (one of its marks is the topmost thing the browser paints at that spot), each drawn its own way, named
-in the legend with its latest value; every chart spans most of the page's content width."""
+in the legend with its latest value; every chart spans most of the page's content width. The fleet's hostile
+host name climbs highest and restarts a unit named like markup: the legends show both as text, nothing runs."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from auditor.cli import main
 from auditor.context import Env
 from auditor.history.folder import save_scan
-from tests.test_browser import DevTools
+from tests.test_browser import IMG, SCRIPT_HOST, DevTools
 from tests.test_browser import browser as browser  # the module's headless Chromium
 from tests.test_history_report import DAYS, day
 
@@ -47,7 +48,10 @@ def cli(*argv: str) -> None:
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("history-charts")
     for k in range(DAYS):
-        save_scan(folder, day(k))
+        doc = day(k)
+        hostile = next(h for h in doc["hosts"] if h["name"] == SCRIPT_HOST)
+        hostile["facts_summary"] = {"dying_memcgs": 3000 * k, "restarts": k, "unit_restarts": {IMG: k}}
+        save_scan(folder, doc)
     store = folder / "history.sqlite3"
     cli("history", "import", str(folder / "."), "--store", str(store))
     cli("history", "report", "--store", str(store), "--top", "3", "--out", str(folder / "history.html"))
@@ -77,3 +81,12 @@ def test_charts_take_the_page_width(page: Path, browser: DevTools) -> None:
     assert len(seen["charts"]) == 3
     narrow = [c for c in seen["charts"] if c["width"] < 0.8 * seen["content"]]
     assert not narrow, f"content {seen['content']} px wide: {narrow}"
+
+
+def test_hostile_names_show_as_text_in_the_legends_and_run_nothing(page: Path, browser: DevTools) -> None:
+    seen = browser.open(page, 1280, 900)
+    assert seen["ran"] == [] and seen["images"] == 0 and seen["scripts"] == 1, seen["ran"]
+    legends = browser.eval("JSON.stringify([...document.querySelectorAll('.pic-legend li')].map(li => "
+                           "[li.dataset.name, li.textContent.trim()]))")
+    assert [SCRIPT_HOST, f"{SCRIPT_HOST} 15,000"] in legends, legends  # the most at the latest scan: drawn
+    assert [IMG, f"{IMG} 5"] in legends, legends

@@ -23,7 +23,7 @@ TEMPLATE = "history.html.j2"
 
 @dataclass
 class Chart:
-    """A picture and the table behind it: one row per scan, one column per line."""
+    """A picture (its legend under it) and the table behind it: one row per scan, one column per line."""
 
     id: str
     heading: str
@@ -56,8 +56,9 @@ def _top_chart(doc: Mapping[str, Any], key: str, heading: str, words: str, who: 
 def _severity_chart(doc: Mapping[str, Any]) -> Chart:
     points = doc["scans"]
     by = doc.get("severity") or {}
-    lines = [tp.Line(sev, tp.numbers(by.get(sev)), tp.SEVERITY_COLOURS[sev]) for sev in SEVERITIES
-             if any(by.get(sev) or [])]
+    lines = [tp.Line(sev, tp.numbers(by.get(sev)), tp.SEVERITY_COLOURS[sev], tp.DASHES[k],  # each severity
+                     mark=tp.MARKS[k % len(tp.MARKS)])  # drawn the same way in every report
+             for k, sev in enumerate(SEVERITIES) if any(by.get(sev) or [])]
     svg = tp.line_chart("pic-severity", "Unwaived findings by severity", points, lines, "findings") \
         if lines and points else None
     return Chart("severity", "Findings by severity", svg, *_table(points, [(sev, by.get(sev) or []) for sev in

@@ -33,7 +33,7 @@ SEVERITY_COLOURS = {"critical": "#b3141a", "high": "#b93d0b", "medium": "#7d6200
                     "info": "#5b6673"}
 OTHERS = "#5b6673"
 # each line its own dash and mark besides its colour, so lines on the same values stay told apart
-DASHES = ("", "8 4", "2 3", "12 3 3 3", "5 5", "1 4", "14 6", "6 2 2 2")
+DASHES = ("none", "8 4", "2 3", "12 3 3 3", "5 5", "1 4", "14 6", "6 2 2 2")
 MARKS = ("circle", "square", "ring", "box")
 
 
@@ -42,8 +42,9 @@ class Line:
     name: str
     values: list[float | None]
     colour: str
-    dash: str = ""  # stroke-dasharray; empty: the line's own from DASHES
+    dash: str = ""  # stroke-dasharray; empty: by the line's place, from DASHES
     kind: str = "series"
+    mark: str = ""  # one of MARKS; empty: by the line's place
 
 
 def number(value: Any) -> float | None:
@@ -216,7 +217,7 @@ def line_chart(cls: str, title: str, points: Sequence[Mapping[str, Any]], lines:
                       for line in lines])
     drawn = []
     for i, (line, ys) in enumerate(zip(lines, heights, strict=True)):
-        dash, mark = line.dash or DASHES[i % len(DASHES)], MARKS[i % len(MARKS)]
+        dash, mark = line.dash or DASHES[i % len(DASHES)], line.mark or MARKS[i % len(MARKS)]
         drawn.append((line, dash, mark))
         dots = "".join(_mark(mark, _pc(x), y, line.colour, f"{_t(line.name)}, {_t(scan_name(p))}: {_fmt(v)} "
                              f"{_t(words)}")
