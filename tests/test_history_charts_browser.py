@@ -4,7 +4,8 @@ of tests/data/reports/fleet.json imported by the real CLI; the b hosts' critical
 arrive together on day 2, so the three severity lines hold the same counts at every scan. Each of them must be
 seen (one of its marks is the topmost thing the browser paints at that spot), each drawn its own way, named
 in the legend with its latest value; every chart spans most of the page's content width. The fleet's hostile
-host name climbs highest and restarts a unit named like markup: the legends show both as text, nothing runs."""
+host name climbs highest and restarts a unit named like markup: the legends show both as text, nothing runs.
+A saved report whose per-host series miss scans re-renders with gaps."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 from auditor.cli import main
 from auditor.context import Env
 from auditor.history.folder import save_scan
-from tests.test_browser import IMG, SCRIPT_HOST, DevTools
+from tests.test_browser import DATA, IMG, SCRIPT_HOST, DevTools
 from tests.test_browser import browser as browser  # the module's headless Chromium
 from tests.test_history_report import DAYS, day
 
@@ -90,3 +91,20 @@ def test_hostile_names_show_as_text_in_the_legends_and_run_nothing(page: Path, b
                            "[li.dataset.name, li.textContent.trim()]))")
     assert [SCRIPT_HOST, f"{SCRIPT_HOST} 15,000"] in legends, legends  # the most at the latest scan: drawn
     assert [IMG, f"{IMG} 5"] in legends, legends
+
+
+def test_a_saved_report_whose_series_miss_scans_draws_gaps(browser: DevTools, tmp_path: Path) -> None:
+    """`report` re-renders a saved (untrusted) report: a host's series shorter or longer than the scans it
+    names was an internal error (exit 4); what is missing is a gap, what is too much is cut."""
+    doc = json.loads((DATA / "fleet.json").read_text(encoding="utf-8"))
+    scans = [{"id": 1, "at": "2026-01-01T00:00:00Z"}, {"id": 2, "at": "2026-01-02T00:00:00Z"}]
+    doc["history"] = {"scan_id": 3, "series": {"scans": scans, "hosts": {"b1": {
+        "dying_memcgs": [5], "restarts": [1, 2, 3, 4], "unit_restarts": {"x.service": [1]}}}}}
+    (tmp_path / "saved.json").write_text(json.dumps(doc), encoding="utf-8")
+    cli("report", str(tmp_path / "saved.json"), "--format", "html", "--out", str(tmp_path / "out"))
+    browser.open(tmp_path / "out" / "report.html")
+    drawn = browser.eval("JSON.stringify([...document.querySelectorAll('svg.pic-host-dying g.series, "
+                         "svg.pic-host-restarts g.series')].map(g => [g.dataset.name, g.dataset.values]))")
+    b1 = next(h["facts_summary"] for h in doc["hosts"] if h["name"] == "b1")
+    assert drawn == [["dying", f"5,,{b1['dying_memcgs']}"], ["all units", f"1,2,{b1['restarts']}"],
+                     ["x.service", "1,,"]], drawn

@@ -122,8 +122,9 @@ def host_trends(doc: Mapping[str, Any], host: Mapping[str, Any]) -> list[tuple[s
     name = str(host.get("name"))
 
     def values(past_values: Any, current: Any) -> list[float | None]:
-        return tp.numbers([*(past_values if isinstance(past_values, list) else [None] * len(scans)), current])[
-            :len(points)]
+        """One value per earlier scan (a saved report's list may be short or long: unknown, cut), then this scan's."""
+        past = past_values[:len(scans)] if isinstance(past_values, list) else []
+        return tp.numbers([*past, *[None] * (len(scans) - len(past)), current])
 
     out = []
     dying = values(past.get("dying_memcgs"), now.get("dying_memcgs"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -209,6 +209,8 @@ def line_chart(cls: str, title: str, points: Sequence[Mapping[str, Any]], lines:
     """Lines over the scans in `points` (each line one value per point); `words` names the measure. The
     picture takes its box's width; a legend under it names each line with its latest value."""
     xs = x_positions(points)
+    lines = [replace(line, values=[*line.values, *[None] * len(points)][:len(points)]) for line in lines]  # a
+    # saved report's series may be shorter or longer than its scans: what is missing is unknown (a gap)
     known = [v for line in lines for v in line.values if v is not None]
     top = _ceiling(max(known, default=0.0))
     body = _axes(xs, points, top)
