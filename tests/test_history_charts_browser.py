@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ from auditor.context import Env
 from auditor.history.folder import save_scan
 from tests.test_browser import DATA, IMG, SCRIPT_HOST, DevTools
 from tests.test_browser import browser as browser  # the module's headless Chromium
+from tests.test_browser_a11y import CLIPPED, PHONE_HEIGHT, PHONE_WIDTH
 from tests.test_history_report import DAYS, day
 
 SEEN = """JSON.stringify((() => {
@@ -45,13 +47,26 @@ def cli(*argv: str) -> None:
     assert main(list(argv), Env(io.StringIO(), err)) == 0, err.getvalue()
 
 
-@pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("history-charts")
+LONG_ITEM = "node-exporter-extra-collectors-with-a-long-name.service"
+
+
+def days() -> list[dict[str, Any]]:
+    """The six days, the hostile host climbing, and a finding whose rule · item is longer than a phone is wide."""
+    out = []
     for k in range(DAYS):
         doc = day(k)
         hostile = next(h for h in doc["hosts"] if h["name"] == SCRIPT_HOST)
         hostile["facts_summary"] = {"dying_memcgs": 3000 * k, "restarts": k, "unit_restarts": {IMG: k}}
+        found = next(f for f in doc["findings"] if f["severity"] == "low" and not f["waived"])
+        doc["findings"].append({**found, "item": LONG_ITEM})
+        out.append(doc)
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("history-charts")
+    for doc in days():
         save_scan(folder, doc)
     store = folder / "history.sqlite3"
     cli("history", "import", str(folder / "."), "--store", str(store))
@@ -71,17 +86,22 @@ def test_equal_severity_lines_are_each_seen_drawn_apart_and_named(page: Path, br
     assert not hidden, f"drawn under another line at every scan: {hidden}; {json.dumps(seen['series'])}"
     assert len({s["dash"] for s in same}) == 3, [s["dash"] for s in same]  # each line its own dash
     assert len({s["geometry"] for s in same}) == 3  # and not one path drawn three times
-    latest = {sev: sum(1 for f in day(DAYS - 1)["findings"] if f["severity"] == sev and not f["waived"])
+    latest = {sev: sum(1 for f in days()[-1]["findings"] if f["severity"] == sev and not f["waived"])
               for sev in ("critical", "high", "medium", "low")}
     assert seen["legend"] == [f"{sev} {n}" for sev, n in latest.items()], seen["legend"]
 
 
-def test_charts_take_the_page_width(page: Path, browser: DevTools) -> None:
+def test_charts_take_the_page_width_and_fit_a_phone(page: Path, browser: DevTools) -> None:
     browser.open(page, 1280, 900)
     seen = browser.eval(SEEN)
     assert len(seen["charts"]) == 3
     narrow = [c for c in seen["charts"] if c["width"] < 0.8 * seen["content"]]
     assert not narrow, f"content {seen['content']} px wide: {narrow}"
+    browser.open(page, PHONE_WIDTH, PHONE_HEIGHT, mobile=True)  # the same text size: long names wrap, not cut
+    assert LONG_ITEM in "".join(browser.eval("JSON.stringify([...document.querySelectorAll("
+                                             "'svg.pic-timeline text')].map(t => t.textContent))"))
+    clipped = browser.eval(CLIPPED)
+    assert not clipped, json.dumps(clipped, indent=1)
 
 
 def test_hostile_names_show_as_text_in_the_legends_and_run_nothing(page: Path, browser: DevTools) -> None:

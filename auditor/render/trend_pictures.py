@@ -14,6 +14,7 @@ Values come from a saved document (untrusted): anything but a finite number ≥ 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -257,7 +258,15 @@ def top_lines(title: str, cls: str, points: Sequence[Mapping[str, Any]], doc: Ma
     return line_chart(cls, title, points, lines, words, note)
 
 
-TIMELINE_ROW = 44.0
+TEXT_LINE = 13.0  # px between the timeline's text lines
+NAME_CHARS, WORDS_CHARS = 44, 52  # a line of 11.5 px bold / 11 px text that fits a phone (≈ 300 px)
+
+
+def _lines(text: str, chars: int, most: int = 2) -> list[str]:
+    """Text wrapped into at most `most` lines of `chars` characters (the last one cut with …): SVG text does
+    not wrap, and a timeline as wide as a phone has no room for a long rule · item on one line."""
+    lines = textwrap.wrap(block(text), chars, break_long_words=True, break_on_hyphens=False) or [""]
+    return lines if len(lines) <= most else [*lines[:most - 1], lines[most - 1][:chars - 1] + "…"]
 
 
 def timeline(points: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]) -> Markup | None:
@@ -284,17 +293,19 @@ def timeline(points: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, An
         told.append(f"{name} ({severity}): {words}")
         bar = (f'x="{_pc(start)}" width="{_pc(end - start)}"' if end - start >= 1 else  # else a 4 px stub
                f'x="{_pc(start)}" width="4" transform="translate(-2 0)"')
+        text = [(line, ' font-size="11.5" font-weight="600" fill="#1d232b"') for line in _lines(name, NAME_CHARS)]
+        text += [(line, ' font-size="11" fill="#3f4852"') for line in _lines(f"{severity}, {words}", WORDS_CHARS)]
+        bar_y = y + TEXT_LINE * len(text) + 5
         body.append(
             f'<g class="span" data-rule="{_t(row.get("rule", ""))}" data-item="{_t(row.get("item") or "")}" '
             f'data-first-scan="{_t(first)}" data-last-scan="{_t(last)}" data-open="{_t(open_hosts)}" '
             f'data-hosts="{_t(row.get("hosts"))}" data-severity="{_t(severity)}">'
-            f'<text x="0" y="{_n(y + 11)}" font-size="11.5" font-weight="600" fill="#1d232b">'
-            f'{_t(view.short(block(name), 56))}</text>'
-            f'<text x="0" y="{_n(y + 24)}" font-size="11" fill="#3f4852">{_t(severity)}, {_t(words)}</text>'
-            f'<rect {bar} y="{_n(y + 29)}" height="9" rx="2" '
+            + "".join(f'<text x="0" y="{_n(y + 11 + TEXT_LINE * k)}"{style}>{_t(line)}</text>'
+                      for k, (line, style) in enumerate(text))
+            + f'<rect {bar} y="{_n(bar_y)}" height="9" rx="2" '
             f'fill="{colour}"><title>{_t(name)} ({_t(severity)}): {_t(words)}</title></rect>'
-            + (f'<text x="{_pc(start)}" y="{_n(y + 37)}" font-size="9" fill="#fff">◀</text>' if before else "")
+            + (f'<text x="{_pc(start)}" y="{_n(bar_y + 8)}" font-size="9" fill="#fff">◀</text>' if before else "")
             + "</g>")
-        y += TIMELINE_ROW
+        y = bar_y + 15
     label = f"When findings were first seen, over {len(points)} scans: " + "; ".join(told)
     return _fluid("pic-timeline", y, label, "First-seen timeline of findings", body, {"rows": len(rows)}, PAD_RIGHT)
