@@ -19,6 +19,7 @@ import pytest
 from auditor.cli import main
 from auditor.context import Env
 from auditor.history.folder import save_scan
+from auditor.render.trend_pictures import OFFSET, SPREAD, _apart
 from tests.test_browser import DATA, IMG, SCRIPT_HOST, DevTools
 from tests.test_browser import browser as browser  # the module's headless Chromium
 from tests.test_browser_a11y import CLIPPED, PHONE_HEIGHT, PHONE_WIDTH
@@ -128,3 +129,14 @@ def test_a_saved_report_whose_series_miss_scans_draws_gaps(browser: DevTools, tm
     b1 = next(h["facts_summary"] for h in doc["hosts"] if h["name"] == "b1")
     assert drawn == [["dying", f"5,,{b1['dying_memcgs']}"], ["all units", f"1,2,{b1['restarts']}"],
                      ["x.service", "1,,"]], drawn
+
+
+def test_lines_on_one_spot_are_moved_apart_keeping_their_order() -> None:
+    """Heights in px (smaller is higher): equal ones spread in line order, close ones keep the larger value
+    higher, lines already apart and unknowns stay; a crowd is spread SPREAD px at most."""
+    moved = _apart([[100.0, 50.0, None], [100.0, 50.5, 10.0], [100.0, 80.0, 10.0]])
+    assert [ys[0] for ys in moved] == [100 - OFFSET, 100, 100 + OFFSET]
+    assert moved[1][1] > moved[0][1] and moved[1][1] - moved[0][1] == OFFSET and moved[2][1] == 80.0
+    assert moved[0][2] is None and moved[1][2] == 10 - OFFSET / 2 and moved[2][2] == 10 + OFFSET / 2
+    crowd = [ys[0] for ys in _apart([[0.0]] * 9)]
+    assert crowd == sorted(crowd) and max(crowd) - min(crowd) == SPREAD

@@ -160,17 +160,18 @@ def _path(xs: list[float], ys: list[float | None]) -> str:
 
 def _apart(columns: list[list[float | None]]) -> list[list[float | None]]:
     """Heights of the lines at each scan, lines that would be drawn on (or within OFFSET of) one another moved
-    apart around their middle, in the order of their values, by OFFSET px each (SPREAD px at most in all)."""
+    apart around their middle, in the order of their values (the larger higher; equal ones in the order of the
+    lines), by OFFSET px each (SPREAD px at most in all); lines already that far apart stay where they are."""
     out = [list(ys) for ys in columns]
     for j in range(len(columns[0]) if columns else 0):
         at = sorted((y, i) for i, ys in enumerate(columns) if (y := ys[j]) is not None)
         group: list[tuple[float, int]] = []
         for y, i in [*at, (math.inf, -1)]:
             if group and y - group[-1][0] >= OFFSET:
-                if len(group) > 1:
-                    step = min(OFFSET, SPREAD / (len(group) - 1))
+                step = min(OFFSET, SPREAD / max(1, len(group) - 1))
+                if group[-1][0] - group[0][0] < step * (len(group) - 1):
                     middle = sum(g for g, _ in group) / len(group)
-                    for rank, (_, k) in enumerate(sorted(group, key=lambda g: (-g[0], g[1]))):
+                    for rank, (_, k) in enumerate(group):
                         out[k][j] = middle + (rank - (len(group) - 1) / 2) * step
                 group = []
             group.append((y, i))
