@@ -260,7 +260,7 @@ def top_lines(title: str, cls: str, points: Sequence[Mapping[str, Any]], doc: Ma
 
 
 TEXT_LINE = 13.0  # px between the timeline's text lines
-NAME_CHARS, WORDS_CHARS = 44, 52  # a line of 11.5 px bold / 11 px text that fits a phone (≈ 300 px)
+NAME_CHARS, WORDS_CHARS = 44, 56  # a line of 11.5 px bold / 11 px text that fits a phone (≈ 310 px)
 
 
 def _lines(text: str, chars: int, most: int = 2) -> list[str]:
