@@ -5,7 +5,7 @@
 # auditor/image/sections.py). Its sections (the `run NAME FUNC` lines at the end) are declared once in
 # auditor/collect/section_list.py, checked by tests/test_section_parity.py. Arguments: [--exec-versions]
 # [--deep-cpu] then names or absolute paths of key binaries (validated by the caller); any other option
-# (such as the retired --root DIR) is refused like a missing nonce: nothing on stdout, status 64.
+# is refused like a missing nonce: nothing on stdout, status 64.
 # Binaries are fingerprinted, never run, unless --exec-versions (then only root-owned, root-only-writable
 # files in a root-only-writable directory chain; see exec_refusal).
 # Prints sections:  @@AMI-AUDITOR-SECTION <nonce> name@@ ... @@AMI-AUDITOR-END <nonce> name rc=N@@
