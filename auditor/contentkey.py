@@ -12,7 +12,7 @@ T = TypeVar("T")
 
 def content_digest(value: Any) -> bytes | None:
     """A 16-byte digest of `value` (dicts, lists, strings, numbers, booleans, None), or None for what
-    marshal cannot write. marshal (C, ~10x faster than sorted JSON) tells `true` from `1` from `1.0` and a
+    marshal cannot write. marshal (C, much faster than sorted JSON) tells `true` from `1` from `1.0` and a
     list from a tuple; equal content in another key order digests differently (a miss, never a wrong hit)."""
     try:
         data = marshal.dumps(value, 2)

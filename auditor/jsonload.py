@@ -4,13 +4,13 @@ Refused with exit 2: files over the size cap (read bounded, never whole first), 
 UTF-8 (line), syntax errors (line), NaN/Infinity/-Infinity, integers too long to convert, lone surrogates
 (`"\\ud800"`) in keys or strings, and nesting deeper than MAX_DEPTH (JSON pointer, or line).
 
-Fast path: orjson (a C/Rust parser, ~6x the stdlib path below with its hooks and walk) parses what a
+Fast path: orjson (a C/Rust parser, several times the stdlib path below with its hooks and walk) parses what a
 cheap byte-level screen lets through. orjson itself refuses NaN/Infinity, out-of-range floats, invalid
 UTF-8, a BOM, lone surrogates (escaped or not) and syntax errors. The screen sends to the stdlib path what
 orjson would read differently or must not see: nesting deeper than MAX_DEPTH (orjson 3.8 has no limit and
 overflows the C stack at ~100,000 levels), integers of 19+ digits (past 64 bits orjson makes them
 floats) and, to be safe whatever orjson does, any surrogate escape. Whatever orjson refuses goes to the
-stdlib path too, which gives the same document or today's exact InputError. So both paths accept the same
+stdlib path too, which gives the same document or the stdlib path's exact InputError. So both paths accept the same
 texts and give the same documents (tests/test_jsonload.py compares them on hostile and fuzzed texts).
 """
 
@@ -221,7 +221,7 @@ def load_json_text(text: str, path: str = "<string>") -> Any:
     """Parse and check JSON text (see module doc)."""
     try:
         data = text.encode("utf-8")
-    except UnicodeEncodeError:  # a str with a lone surrogate character: the stdlib path as before
+    except UnicodeEncodeError:  # a str with a lone surrogate character: only the stdlib path reads it
         return _slow_load(text, path)
     doc = _fast_load(data)
     return _slow_load(text, path) if doc is _SLOW else doc

@@ -18,7 +18,7 @@ DEFAULT_BINARIES: tuple[str, ...] = ("kubelet", "containerd", "dockerd", "runc",
 # The SSM document ami-auditor installs and runs (transport/ssm_document.py takes it from here: options are
 # read by every room, so they import no transport)
 SSM_DOCUMENT_NAME = "AmiAuditor-Probe"
-DEFAULT_PARALLEL = 16  # the knee of the measured curve (README: Performance)
+DEFAULT_PARALLEL = 16  # the knee of the measured curve (docs/performance.md, "Many hosts over SSH")
 DEFAULT_DEADLINE_S = 60.0
 DEFAULT_TOP = 10
 DEFAULT_MIN_SCORE = 0.5  # least association score for a split (compare/groups.py)

@@ -1,8 +1,8 @@
 """A fast first check of a document against one of our JSON Schemas (draft 2020-12).
 
-jsonschema-rs (Rust) answers valid or not ~100x faster than the pure-Python jsonschema; only when it does
-not say valid does the caller run jsonschema, which names the error exactly as before (and has the last
-word: what it accepts stays accepted). Both treat `format` as an annotation, not an assertion.
+jsonschema-rs (Rust) answers valid or not far faster than the pure-Python jsonschema; only when it does
+not say valid does the caller run jsonschema, which names the error (and has the last word: what it
+accepts is accepted). Both treat `format` as an annotation, not an assertion.
 
 The one way jsonschema-rs is more lenient, found by tests/test_schemacheck.py: it reads a Python tuple as
 an array, where jsonschema wants a list. A document built in Python (not parsed from JSON) is therefore

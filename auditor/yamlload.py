@@ -125,7 +125,7 @@ class _LineLoading(Composer, SafeConstructor, Resolver):
         if self._depth >= MAX_DEPTH:
             raise InputError(f"nested deeper than {MAX_DEPTH} levels", None, line)
         self._nodes += 1
-        if self._nodes > MAX_NODES:  # each costs ~0.5 KB and ~10 us to build: 8 MiB of `[1,1,…` is 4,000,000
+        if self._nodes > MAX_NODES:  # each costs memory and time: 8 MiB of `[1,1,…` is 4,000,000
             raise InputError(f"more than {MAX_NODES:,} values in one document (split the file)", None, line)
         anchor = event.anchor
         self._depth += 1
@@ -271,8 +271,8 @@ _LineLoading.yaml_constructors = {
 
 
 class _LineLoader(_LineLoading, _Parser):  # type: ignore[misc,valid-type]  # _Parser: either parser class
-    """_LineLoading over libyaml's scanner and parser (C) when PyYAML has it: an 8 MiB file of 4,000,000
-    nodes took 2.5 minutes and 3.2 GB through PyYAML's own."""
+    """_LineLoading over libyaml's scanner and parser (C) when PyYAML has it: PyYAML's own takes minutes
+    and gigabytes on a file at the size cap (docs/performance.md)."""
 
     def __init__(self, stream: str):
         _Parser.__init__(self, stream)
@@ -318,8 +318,8 @@ def load_yaml_text(text: str, path: str = "<string>") -> Any:
 @contextlib.contextmanager
 def _collection_paused() -> Iterator[None]:
     """No garbage collection while a document is built: its nodes and values make no cycles to collect (an
-    alias is a shared reference, not a loop), yet each full collection would walk all built so far (a
-    100,000-host inventory, 900,000 values: 16 s to load with them, 7 s without)."""
+    alias is a shared reference, not a loop), yet each full collection would walk all built so far: a
+    large inventory loads in about half the time without them."""
     enabled = gc.isenabled()
     gc.disable()
     try:

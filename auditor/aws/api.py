@@ -1,10 +1,9 @@
 """AWS clients, how their failures map to our error kinds, and pagination — in one place.
 
 Retries: botocore's `standard` mode, 3 attempts (worst backoff ~3 s). Not `adaptive` (FIELD-NOTES §8
-suggests it): adaptive's client-side token bucket sleeps *before* a call, outside any deadline we hold,
-and under persistent throttling 10 attempts took ~50 s per call and held a scan for minutes past its
-deadline. Our own loops retry instead, each bounded by the run's deadline: every polling round, and
-SendCommand while the deadline allows (`transport/ssm_send.throttled`).
+suggests it): adaptive's client-side token bucket sleeps *before* a call, outside any deadline we hold
+(docs/performance.md). Our own loops retry instead, each bounded by the run's deadline: every polling
+round, and SendCommand while the deadline allows (`transport/ssm_send.throttled`).
 Endpoints follow botocore's standard `AWS_ENDPOINT_URL[_SSM|_S3|_EC2]` variables (tests use them).
 """
 

@@ -5,19 +5,19 @@
 # auditor/image/sections.py). Its sections (the `run NAME FUNC` lines at the end) are declared once in
 # auditor/collect/section_list.py, checked by tests/test_section_parity.py. Arguments: [--exec-versions]
 # [--deep-cpu] then names or absolute paths of key binaries (validated by the caller); any other option
-# (such as the retired --root DIR) is refused like a missing nonce: nothing on stdout, status 64.
+# is refused like a missing nonce: nothing on stdout, status 64.
 # Binaries are fingerprinted, never run, unless --exec-versions (then only root-owned, root-only-writable
 # files in a root-only-writable directory chain; see exec_refusal).
 # Prints sections:  @@AMI-AUDITOR-SECTION <nonce> name@@ ... @@AMI-AUDITOR-END <nonce> name rc=N@@
 # Never writes anything, never reads root memory.stat/memory.numa_stat (they walk dying memcgs).
 # No host-controlled string is ever program text (sed/awk/grep patterns, printf formats, eval), and a
-# host value printed inside a section never starts a line of its own (`one`/`put` fold newlines to `?`).
+# host value printed inside a section never starts a line of its own (`one_line`/`put` fold newlines to `?`).
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH LC_ALL=C
-N=${AMI_NONCE:-}
+NONCE=${AMI_NONCE:-}
 unset AMI_NONCE  # never passed on to the programs the probe runs
-case $N in *[!0-9a-f]*|'') N=bad ;; esac
-if [ "${#N}" -ne 32 ]; then
+case $NONCE in *[!0-9a-f]*|'') NONCE=bad ;; esac
+if [ "${#NONCE}" -ne 32 ]; then
   echo "ami-auditor probe: the script must start with a valid AMI_NONCE line; refusing to run" >&2
   exit 64
 fi
@@ -50,15 +50,17 @@ renice -n 19 -p $$ >/dev/null 2>&1
 ionice -c 3 -p $$ >/dev/null 2>&1
 umask 077
 
+# within SECS CMD...: CMD killed after SECS seconds (status 124, or 137 if it ignores TERM); unbounded where
+# the host has no `timeout`
 if command -v timeout >/dev/null 2>&1; then
-  T() { timeout -k 1 "$@"; }
+  within() { timeout -k 1 "$@"; }
 else
-  T() { shift; "$@"; }
+  within() { shift; "$@"; }
 fi
 has() { command -v "$1" >/dev/null 2>&1; }
-sec() { printf '@@AMI-AUDITOR-SECTION %s %s@@\n' "$N" "$1"; }
-end() { printf '\n@@AMI-AUDITOR-END %s %s rc=%s@@\n' "$N" "$1" "$2"; }  # own line even after unterminated output
-oneline() { # oneline TEXT: TEXT with its newlines shown as `?` (no newline added); the shell alone, so no
+sec() { printf '@@AMI-AUDITOR-SECTION %s %s@@\n' "$NONCE" "$1"; }
+end() { printf '\n@@AMI-AUDITOR-END %s %s rc=%s@@\n' "$NONCE" "$1" "$2"; }  # own line even after unterminated output
+folded() { # folded TEXT: TEXT with its newlines shown as `?` (no newline added); the shell alone, so no
   # failing tool can blank a host value
   _o=$1
   while :; do
@@ -67,8 +69,8 @@ oneline() { # oneline TEXT: TEXT with its newlines shown as `?` (no newline adde
   printf '%s' "$_o"
 }
 first() { printf '%s\n' "${1%%"$NL"*}"; }  # first TEXT: its first line (no tool that could fail)
-one() { oneline "$1"; echo; }  # one TEXT: TEXT as exactly one line
-put() { printf '%s=' "$1"; one "$2"; }  # put KEY VALUE: one `KEY=VALUE` line, whatever VALUE holds
+one_line() { folded "$1"; echo; }  # one_line TEXT: TEXT as exactly one line
+put() { printf '%s=' "$1"; one_line "$2"; }  # put KEY VALUE: one `KEY=VALUE` line, whatever VALUE holds
 UNIT_FILES=
 CPU_A=
 CPU_B=
@@ -76,7 +78,7 @@ CPU_TA=
 CPU_THREADS=
 CPU_T0=0
 SEC_RC=0
-run() { # run NAME FUNC: one bounded section; its status is FUNC's, or that of a command `ck` saw fail
+run() { # run NAME FUNC: one framed section; its status is FUNC's, or that of a command `fail` reported
   sec "$1"; SEC_RC=0; "$2"; _rc=$?; [ "$_rc" = 0 ] && _rc=$SEC_RC; end "$1" "$_rc"
 }
 catf() { # catf FILE: FILE's text; nothing (status 0) when it does not exist; a failing read fails
@@ -84,14 +86,17 @@ catf() { # catf FILE: FILE's text; nothing (status 0) when it does not exist; a 
   cat "$1"
 }
 
-# Every command whose answer becomes a fact runs under `ck`/`ckf`: its exit status and first stderr line
-# are kept (a `$(cmd)` or `cmd | filter` would lose them), and a command that exists but fails makes its
-# section failed with that line as the reason, never an empty answer. Capture, then filter.
-# errsum < stderr lines then a last line with the status: `@@cap <nonce>`, the status, the first stderr
+# The probe's error model. Every command whose answer becomes a fact runs under `capture_or_fail` (the
+# section fails), `stream_or_fail` (the same, output streamed) or `capture_or_fail_row` (one row fails):
+# its exit status and first stderr line are kept (a `$(cmd)` or `cmd | filter` would lose them), and a
+# command that exists but fails makes its section or row failed with that line as the reason, never an
+# empty answer. `capture` alone keeps status and reason for a caller that decides (status 1 = no match).
+# Capture, then filter.
+# error_summary < stderr lines then a last line with the status: `@@cap <nonce>`, the status, the first stderr
 # line not matching the fixed string $1 (bounded); a failure whose every stderr line matched $1 (a
 # benign, named condition such as a file vanishing mid-walk) counts as success.
-errsum() {
-  awk -v ign="${1:-}" -v n="$N" '
+error_summary() {
+  awk -v ign="${1:-}" -v n="$NONCE" '
     NR > 1 && prev != "" {
       if (ign != "" && index(prev, ign)) benign++
       else if (first == "") first = substr(prev, 1, 300)
@@ -104,18 +109,18 @@ errsum() {
     }'
 }
 CAP= CAP_RC=0 CAP_ERR=
-cap_status() { # cap_status TEXT: CAP_RC and CAP_ERR from errsum's tail at the end of TEXT
+capture_status() { # capture_status TEXT: CAP_RC and CAP_ERR from error_summary's tail at the end of TEXT
   case $1 in
-    *"$NL@@cap $N$NL"*) _t=${1##*"$NL@@cap $N$NL"}; CAP_RC=${_t%%"$NL"*}; CAP_ERR=${_t#*"$NL"} ;;
+    *"$NL@@cap $NONCE$NL"*) _t=${1##*"$NL@@cap $NONCE$NL"}; CAP_RC=${_t%%"$NL"*}; CAP_ERR=${_t#*"$NL"} ;;
     *) CAP_RC=255; CAP_ERR="no status came back (the status filter failed)" ;;  # fail closed
   esac
 }
-cap() { # cap [-i IGNORE] CMD...: run CMD once; CAP = its stdout (trailing newlines dropped), CAP_RC, CAP_ERR
+capture() { # capture [-i IGNORE] CMD...: run CMD once; CAP = its stdout (trailing newlines dropped), CAP_RC, CAP_ERR
   _ig=; [ "$1" = -i ] && { _ig=$2; shift 2; }
-  _cr=$( { { "$@" 2>&1 >&3 3>&-; printf '\n%s\n' "$?"; } | errsum "$_ig"; } 3>&1 )
-  CAP=${_cr%"$NL@@cap $N$NL"*}
+  _cr=$( { { "$@" 2>&1 >&3 3>&-; printf '\n%s\n' "$?"; } | error_summary "$_ig"; } 3>&1 )
+  CAP=${_cr%"$NL@@cap $NONCE$NL"*}
   while :; do case $CAP in *"$NL") CAP=${CAP%"$NL"} ;; *) break ;; esac; done  # as `$(…)` drops them
-  cap_status "$_cr"
+  capture_status "$_cr"
 }
 why_failed() { # why_failed WHAT: FAIL_MSG says how WHAT failed (CAP_RC, CAP_ERR); FAIL_RC 124 timed out, else 1
   case $CAP_RC in
@@ -128,37 +133,39 @@ why_failed() { # why_failed WHAT: FAIL_MSG says how WHAT failed (CAP_RC, CAP_ERR
 fail() { # fail WHAT: this section failed because WHAT did: a nonce-framed line the parsers never see
   # (collect/sections.py takes it out of the body), and the section's status
   why_failed "$1"; SEC_RC=$FAIL_RC
-  printf '@@AMI-AUDITOR-FAILED %s ' "$N"; oneline "$FAIL_MSG"; printf '@@\n'
+  printf '@@AMI-AUDITOR-FAILED %s ' "$NONCE"; folded "$FAIL_MSG"; printf '@@\n'
 }
-ck() { # ck [-i IGNORE] WHAT CMD...: cap CMD; on failure report it (fail WHAT) and return non-zero
+capture_or_fail() { # capture_or_fail [-i IGNORE] WHAT CMD...: capture CMD; on failure `fail WHAT`, non-zero
   _ig=; [ "$1" = -i ] && { _ig=$2; shift 2; }
   _w=$1; shift
-  cap -i "$_ig" "$@"
+  capture -i "$_ig" "$@"
   [ "$CAP_RC" = 0 ] && return 0
   fail "$_w"; return 1
 }
-ckf() { # ckf [-i IGNORE] FILTER WHAT CMD...: CMD's stdout streamed through FILTER (a function) into the
-  # section; its status and first stderr line checked as `ck` does (output too large to hold in a variable)
+stream_or_fail() { # stream_or_fail [-i IGNORE] FILTER WHAT CMD...: CMD's stdout through FILTER (a function)
+  # into the section, checked as capture_or_fail checks (for output too large to hold in a variable)
   _ig=; [ "$1" = -i ] && { _ig=$2; shift 2; }
   _f=$1; _w=$2; shift 2
-  { _cr=$( { { { "$@" 2>&1 >&3 3>&- 4>&- 5>&-; printf '\n%s\n' "$?"; } | errsum "$_ig" >&5; } 3>&1 |
+  { _cr=$( { { { "$@" 2>&1 >&3 3>&- 4>&- 5>&-; printf '\n%s\n' "$?"; } | error_summary "$_ig" >&5; } 3>&1 |
            "$_f" >&4; } 5>&1 ); } 4>&1
-  cap_status "$_cr"
+  capture_status "$_cr"
   [ "$CAP_RC" = 0 ] && return 0
   fail "$_w"; return 1
 }
-rk() { # rk [-i IGNORE] WHAT CMD...: cap CMD for one row of a section (one binary): on failure a
-  # `failed=` line in the row (its area fails, the other rows stand) and non-zero
+capture_or_fail_row() { # capture_or_fail_row [-i IGNORE] WHAT CMD...: capture CMD for one row of a section
+  # (one binary, one interface): on failure a `failed=` line in the row (its area fails, the other rows
+  # stand) and non-zero
   _ig=; [ "$1" = -i ] && { _ig=$2; shift 2; }
   _w=$1; shift
-  cap -i "$_ig" "$@"
+  capture -i "$_ig" "$@"
   [ "$CAP_RC" = 0 ] && return 0
   why_failed "$_w"; put failed "$FAIL_MSG"; return 1
 }
-kv() { # kv KEY CMD...: one `KEY=value` line of what CMD prints (trailing newlines dropped, others `?`)
+put_output() { # put_output KEY CMD...: one `KEY=value` line of what CMD prints (trailing newlines dropped,
+  # others `?`); a failing CMD fails the section (capture_or_fail, its WHAT the command line)
   _k=$1; shift
   _c=$*; case $_c in "catf "*) _c="cat ${_c#catf }" ;; esac
-  ck "$_c" "$@"; put "$_k" "$CAP"
+  capture_or_fail "$_c" "$@"; put "$_k" "$CAP"
 }
 
 s_meta() {
@@ -169,13 +176,13 @@ s_meta() {
 }
 
 s_identity() {
-  kv hostname catf /proc/sys/kernel/hostname
-  kv boot_id catf /proc/sys/kernel/random/boot_id
-  kv uptime catf /proc/uptime
-  kv machine_id catf /etc/machine-id
+  put_output hostname catf /proc/sys/kernel/hostname
+  put_output boot_id catf /proc/sys/kernel/random/boot_id
+  put_output uptime catf /proc/uptime
+  put_output machine_id catf /etc/machine-id
   # a container's clock, kernel and modules are its host's: systemd PID 1 names the manager here at boot
   # (systemd-nspawn, docker, lxc, podman). Not /.dockerenv: a VM whose root was a docker image keeps it.
-  kv container catf /run/systemd/container
+  put_output container catf /run/systemd/container
   printf 'image_id_file='; (catf /etc/image-id | tr '\n' ' '); echo
 }
 
@@ -184,11 +191,11 @@ s_cloudinit() { catf /run/cloud-init/instance-data.json; }
 s_imds() {
   # IMDSv2 with a short timeout; only when curl exists. Prints key=value lines.
   has curl || return 3
-  tok=$(T 3 curl -s -f -m 1 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' \
+  tok=$(within 3 curl -s -f -m 1 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' \
         http://169.254.169.254/latest/api/token 2>/dev/null) || return 4
   for k in instance-id ami-id instance-type placement/availability-zone \
            placement/availability-zone-id placement/region; do
-    v=$(T 3 curl -s -f -m 1 -H "X-aws-ec2-metadata-token: $tok" \
+    v=$(within 3 curl -s -f -m 1 -H "X-aws-ec2-metadata-token: $tok" \
         "http://169.254.169.254/latest/meta-data/$k" 2>/dev/null) && put "$k" "$v"
   done
   return 0
@@ -197,20 +204,20 @@ s_imds() {
 s_os() {
   for f in /etc/os-release /usr/lib/os-release; do
     [ -e "$f" ] || continue
-    ck "cat $f" cat "$f" || return; printf '%s\n' "$CAP"; return 0
+    capture_or_fail "cat $f" cat "$f" || return; printf '%s\n' "$CAP"; return 0
   done
   return 3
 }
 
 s_kernel() {
-  kv release uname -r
-  kv version uname -v
-  kv machine uname -m
-  kv cmdline catf /proc/cmdline
-  kv thp_enabled catf /sys/kernel/mm/transparent_hugepage/enabled
-  kv thp_defrag catf /sys/kernel/mm/transparent_hugepage/defrag
-  ck "cat /proc/meminfo" cat /proc/meminfo; printf '%s\n' "$CAP" | meminfo_kv
-  ck "cat /proc/driver/nvidia/version" catf /proc/driver/nvidia/version
+  put_output release uname -r
+  put_output version uname -v
+  put_output machine uname -m
+  put_output cmdline catf /proc/cmdline
+  put_output thp_enabled catf /sys/kernel/mm/transparent_hugepage/enabled
+  put_output thp_defrag catf /sys/kernel/mm/transparent_hugepage/defrag
+  capture_or_fail "cat /proc/meminfo" cat /proc/meminfo; printf '%s\n' "$CAP" | meminfo_kv
+  capture_or_fail "cat /proc/driver/nvidia/version" catf /proc/driver/nvidia/version
   put nvidia_driver "${CAP%%"$NL"*}"
 }
 
@@ -222,7 +229,8 @@ s_sysctl() {
   # One grep over the chosen set: prints /proc/sys/PATH:VALUE lines.
   cd /proc/sys 2>/dev/null || return 3
   # a key whose module is not loaded (bridge, conntrack) has no file: absent, not failed
-  ck -i 'No such file or directory' "grep /proc/sys" grep -H '' kernel/pid_max kernel/threads-max kernel/panic kernel/numa_balancing \
+  capture_or_fail -i 'No such file or directory' "grep /proc/sys" grep -H '' \
+    kernel/pid_max kernel/threads-max kernel/panic kernel/numa_balancing \
     vm/swappiness vm/max_map_count vm/overcommit_memory vm/min_free_kbytes \
     vm/dirty_ratio vm/dirty_background_ratio vm/zone_reclaim_mode \
     net/core/somaxconn net/core/netdev_max_backlog net/core/rmem_max net/core/wmem_max \
@@ -241,13 +249,13 @@ booted() { has systemctl && [ -d /run/systemd/system ]; }
 
 s_systemd_version() {
   has systemctl || return 3
-  ck "systemctl --version" T 5 systemctl --version || return
+  capture_or_fail "systemctl --version" within 5 systemctl --version || return
   first "$CAP"
 }
 
 s_unit_files() {
   booted || return 3
-  ck "systemctl list-unit-files" T 10 systemctl list-unit-files --no-legend --no-pager || return
+  capture_or_fail "systemctl list-unit-files" within 10 systemctl list-unit-files --no-legend --no-pager || return
   UNIT_FILES=$CAP  # reused by s_units
   printf '%s\n' "$UNIT_FILES"
 }
@@ -255,11 +263,11 @@ s_unit_files() {
 s_units() {
   # Runtime state of loaded services/sockets/timers plus enabled unit files, in one `show` call.
   booted || return 3
-  ck "systemctl list-units" T 10 systemctl list-units --all --no-legend --no-pager --plain \
+  capture_or_fail "systemctl list-units" within 10 systemctl list-units --all --no-legend --no-pager --plain \
     --type=service,socket,timer,mount,path || return
-  ck "unit names" unit_names "$CAP" "$UNIT_FILES" || return
+  capture_or_fail "unit names" unit_names "$CAP" "$UNIT_FILES" || return
   UNIT_NAMES=$CAP
-  ckf cat "systemctl show" show_units
+  stream_or_fail cat "systemctl show" show_units
 }
 UNIT_NAMES=
 unit_names() { # unit_names LIST_UNITS UNIT_FILES: loaded units and enabled unit files, once each, no templates
@@ -269,8 +277,8 @@ unit_names() { # unit_names LIST_UNITS UNIT_FILES: loaded units and enabled unit
     $1 != "" && $1 !~ /@\./ && !seen[$1]++ { print $1 }'
 }
 show_units() { # the runtime state of UNIT_NAMES, each name one argument (NUL-separated for xargs; awk, whose
-  # failure every `ck` sees, rather than one more tool)
-  printf '%s\n' "$UNIT_NAMES" | awk 'NF { printf "%s%c", $0, 0 }' | T 20 xargs -0 -r systemctl show \
+  # failure every `capture_or_fail` sees, rather than one more tool)
+  printf '%s\n' "$UNIT_NAMES" | awk 'NF { printf "%s%c", $0, 0 }' | within 20 xargs -0 -r systemctl show \
     -p Id,Description,LoadState,ActiveState,SubState,Result,NRestarts,Restart,ExecMainPID \
     -p ExecMainStatus,ExecMainCode,ExecMainStartTimestampMonotonic,ActiveEnterTimestampMonotonic \
     -p FragmentPath,UnitFileState,UnitFilePreset,Type,StartLimitBurst --
@@ -279,7 +287,7 @@ show_units() { # the runtime state of UNIT_NAMES, each name one argument (NUL-se
 s_restart_journal() {
   # Restart evidence from PID 1's journal this boot (the only source on systemd < 235).
   has journalctl || return 3
-  ckf restart_tally "journalctl -b _PID=1" T 10 journalctl -b -q --no-pager -o cat _PID=1
+  stream_or_fail restart_tally "journalctl -b _PID=1" within 10 journalctl -b -q --no-pager -o cat _PID=1
 }
 
 restart_tally() { # restart_tally < PID 1's messages (-o cat): `UNIT COUNT` restarts per unit
@@ -294,10 +302,10 @@ restart_tally() { # restart_tally < PID 1's messages (-o cat): `UNIT COUNT` rest
 }
 
 s_cgroups() {
-  ck "stat -f /sys/fs/cgroup" stat -fc %T /sys/fs/cgroup; put fstype "$CAP"
-  cap stat -fc %T /sys/fs/cgroup/unified; put unified_fstype "$CAP"  # absent on v1 and v2: no fact to fail
+  capture_or_fail "stat -f /sys/fs/cgroup" stat -fc %T /sys/fs/cgroup; put fstype "$CAP"
+  capture stat -fc %T /sys/fs/cgroup/unified; put unified_fstype "$CAP"  # absent on v1 and v2: no fact to fail
   echo '--- proc_cgroups'
-  ck "cat /proc/cgroups" catf /proc/cgroups; printf '%s\n' "$CAP"
+  capture_or_fail "cat /proc/cgroups" catf /proc/cgroups; printf '%s\n' "$CAP"
   echo '--- v1_live'
   # v1 hierarchies only (they have a `tasks` file); one walk for all, following the top-level links
   # (cpu -> cpu,cpuacct) with -H. O(live cgroups); never touches memory.stat.
@@ -307,24 +315,24 @@ s_cgroups() {
   done
   if [ -n "$v1" ]; then
     # shellcheck disable=SC2086  # $v1 is a list of fixed controller names
-    ckf -i 'No such file or directory' count_dirs "find /sys/fs/cgroup" v1_dirs $v1
+    stream_or_fail -i 'No such file or directory' count_dirs "find /sys/fs/cgroup" v1_dirs $v1
   fi
   echo '--- v2_stat'
   if [ -r /sys/fs/cgroup/cgroup.stat ]; then
     for f in /sys/fs/cgroup/cgroup.stat /sys/fs/cgroup/*.slice/cgroup.stat \
              /sys/fs/cgroup/kubepods*/cgroup.stat; do
       [ -r "$f" ] || continue
-      one "@ ${f#/sys/fs/cgroup/}"
-      ck "cat $f" cat "$f"; printf '%s\n' "$CAP"
+      one_line "@ ${f#/sys/fs/cgroup/}"
+      capture_or_fail "cat $f" cat "$f"; printf '%s\n' "$CAP"
     done
     echo '--- v2_controllers'
-    ck "cat cgroup.controllers" catf /sys/fs/cgroup/cgroup.controllers; printf '%s\n' "$CAP"
+    capture_or_fail "cat cgroup.controllers" catf /sys/fs/cgroup/cgroup.controllers; printf '%s\n' "$CAP"
   fi
   return 0
 }
 v1_dirs() { # v1_dirs CONTROLLER...: every cgroup directory of those v1 hierarchies (a cgroup removed
-  # mid-walk, as a crash loop does every few seconds, is no failure: `ckf -i` above)
-  cd /sys/fs/cgroup && T 20 find -H "$@" -type d
+  # mid-walk, as a crash loop does every few seconds, is no failure: `stream_or_fail -i` above)
+  cd /sys/fs/cgroup && within 20 find -H "$@" -type d
 }
 count_dirs() { awk -F/ '{n[$1]++} END {for (c in n) print c, n[c]}'; }  # count_dirs < paths: `CONTROLLER COUNT`
 
@@ -376,28 +384,28 @@ s_binaries() {
     if [ -z "$p" ] || [ ! -f "$p" ]; then echo "found=0"; continue; fi
     echo "found=1"
     put path "$p"
-    rk "readlink -f" readlink -f "$p"; rp=$CAP
+    capture_or_fail_row "readlink -f" readlink -f "$p"; rp=$CAP
     put realpath "$rp"
-    rk stat stat -Lc '%s %Y %d %i %a %U' "$p"; put stat "$CAP"
-    rk "sha256 not computed: sha256sum" sha256_of "$p" || CAP=
+    capture_or_fail_row stat stat -Lc '%s %Y %d %i %a %U' "$p"; put stat "$CAP"
+    capture_or_fail_row "sha256 not computed: sha256sum" sha256_of "$p" || CAP=
     put sha256 "${CAP%% *}"
     v= src=none
     if has dpkg-query && [ -d /var/lib/dpkg ]; then
       # one query for the path, its merged-/usr twin and its resolved target
       case $p in /usr/*) tw=${p#/usr} ;; *) tw=/usr$p ;; esac
       # a path no package owns is an answer (`no path found matching pattern`), not a failure
-      rk -i 'no path found matching pattern' "dpkg-query -S" owner_query "$p" "$tw" "${rp:-$p}" || CAP=
+      capture_or_fail_row -i 'no path found matching pattern' "dpkg-query -S" owner_query "$p" "$tw" "${rp:-$p}" || CAP=
       o=$(printf '%s\n' "$CAP" | dpkg_owner_of)
       if [ -n "$o" ]; then
         put dpkg_owner "$o"
         o=${o%%,*}
-        rk "dpkg-query -W $o" T 10 dpkg-query -W -f='${Version}' -- "$o" || CAP=
+        capture_or_fail_row "dpkg-query -W $o" within 10 dpkg-query -W -f='${Version}' -- "$o" || CAP=
         v=${CAP%%"$NL"*}
         put dpkg_version "$v"
       fi
     fi
     if has rpm; then
-      cap T 10 rpm -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p"
+      capture within 10 rpm -qf --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{VENDOR}\n' "$p"
       o=${CAP%%"$NL"*}
       case $CAP_RC:$CAP in
         1:*"not owned"*) ;;  # an answer: no package owns it (rpm says so on stdout, status 1)
@@ -415,9 +423,9 @@ s_binaries() {
       esac
       if [ -z "$why" ]; then
         case ${p##*/} in
-          nvidia-smi) rk "$rp --version" T 5 "$rp" --version &&
+          nvidia-smi) capture_or_fail_row "$rp --version" within 5 "$rp" --version &&
                         ev=$(printf '%s\n' "$CAP" | awk 'tolower($0) ~ /driver version/ { print; exit }') ;;
-          *) rk "$rp --version" T 3 "$rp" --version && ev=${CAP%%"$NL"*} ;;
+          *) capture_or_fail_row "$rp --version" within 3 "$rp" --version && ev=${CAP%%"$NL"*} ;;
         esac
         [ -n "$ev" ] && v=$ev && src=exec
       fi
@@ -431,9 +439,9 @@ s_binaries() {
     for f in /var/log/cloud-init-output.log /var/lib/cloud/instance/user-data.txt \
              /var/lib/cloud/instance/scripts/* /etc/eks/release /var/log/user-data.log; do
       [ -f "$f" ] && [ -r "$f" ] || continue  # files only: a directory there is nothing to search
-      fq=$(oneline "$f"); fq=$(nospace "$fq")  # a host-chosen file name: data only, one field
+      fq=$(folded "$f"); fq=$(nospace "$fq")  # a host-chosen file name: data only, one field
       # grep: status 1 is "no match", an answer; -m 5 stops at the 5 lines the first 5 matches come from
-      cap T 5 grep -m 5 -ohE "(https?|s3)://[^ \"'<>]*/$nre([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$f"
+      capture within 5 grep -m 5 -ohE "(https?|s3)://[^ \"'<>]*/$nre([.][A-Za-z0-9]+)?([ \"'<>]|\$)" "$f"
       case $CAP_RC in 0|1) ;; *) why_failed "grep $fq"; put failed "$FAIL_MSG" ;; esac
       k=0
       printf '%s\n' "$CAP" | while IFS= read -r u; do  # the first 5 (builtins only: nothing here can fail)
@@ -446,18 +454,18 @@ s_binaries() {
   return 0
 }
 
-fingerprint() { printf '%s' "$1" | base64 -d 2>/dev/null | T 5 sha256sum; }  # fingerprint BASE64: of its bytes
+fingerprint() { printf '%s' "$1" | base64 -d 2>/dev/null | within 5 sha256sum; }  # fingerprint BASE64: of its bytes
 owner_query() { # owner_query PATH...: dpkg-query -S for the paths a package could own (dpkg lists one path a
   # line, so none with a newline: asking would only print the host's name back over several lines)
   _n=$#
   for x in "$@"; do case $x in *"$NL"*) ;; *) set -- "$@" "$x" ;; esac; done
   shift "$_n"
   [ "$#" -gt 0 ] || return 0
-  T 10 dpkg-query -S "$@"
+  within 10 dpkg-query -S "$@"
 }
-sha256_of() { T 20 sha256sum < "$1"; }  # sha256_of FILE: `DIGEST  -` (never the host-chosen name)
+sha256_of() { within 20 sha256sum < "$1"; }  # sha256_of FILE: `DIGEST  -` (never the host-chosen name)
 
-s_eks() { ck "cat /etc/eks/release" catf /etc/eks/release; printf '%s\n' "$CAP"; }
+s_eks() { capture_or_fail "cat /etc/eks/release" catf /etc/eks/release; printf '%s\n' "$CAP"; }
 
 ecs_exits() { # ecs_exits < ecs-init.log: how many `Agent exited with code N` lines (ecs-init's supervisor
   # loop, engine.go), then `last_exit=` the newest one
@@ -467,7 +475,7 @@ ecs_exits() { # ecs_exits < ecs-init.log: how many `Agent exited with code N` li
 s_ecs() {
   if [ -r /etc/ecs/ecs.config ]; then
     echo "config_present=1"
-    cap grep -E '^[[:space:]]*ECS_CLUSTER=' /etc/ecs/ecs.config  # status 1: no such line, an answer
+    capture grep -E '^[[:space:]]*ECS_CLUSTER=' /etc/ecs/ecs.config  # status 1: no such line, an answer
     case $CAP_RC in 0|1) ;; *) fail "grep /etc/ecs/ecs.config" ;; esac
     printf '%s\n' "$CAP" | awk 'NF { l = $0 } END { if (l != "") { sub(/^[[:space:]]*/, "", l); print "cluster_line=" l } }'
   else
@@ -475,12 +483,12 @@ s_ecs() {
   fi
   for f in /var/log/ecs/ecs-init.log /var/log/ecs/ecs-init.log.*; do
     [ -f "$f" ] && [ -r "$f" ] || continue
-    ck "read $f" ecs_exits_of "$f" || continue
-    printf 'log='; oneline "$f"; printf ' '
+    capture_or_fail "read $f" ecs_exits_of "$f" || continue
+    printf 'log='; folded "$f"; printf ' '
     printf '%s\n' "$CAP"
   done
   if has docker; then
-    cap T 5 docker inspect -f 'agent_started={{.State.StartedAt}} agent_status={{.State.Status}} agent_restarts={{.RestartCount}}' ecs-agent
+    capture within 5 docker inspect -f 'agent_started={{.State.StartedAt}} agent_status={{.State.Status}} agent_restarts={{.RestartCount}}' ecs-agent
     case $CAP_RC:$CAP_ERR in
       0:*) printf '%s\n' "$CAP" ;;
       *"No such object"*) ;;  # no agent container: an answer
@@ -494,7 +502,7 @@ ecs_exits_of() { ecs_exits < "$1"; }
 
 denied() { # denied FACT PATH: the probe's user may not read PATH (no root): FACT fails by name, and only FACT
   # (a FAILED line; the section's status stays 0, so its other facts stand: collectors.py `_partial`)
-  printf '@@AMI-AUDITOR-FAILED %s %s not read: ' "$N" "$1"; oneline "$2"; printf ': Permission denied@@\n'
+  printf '@@AMI-AUDITOR-FAILED %s %s not read: ' "$NONCE" "$1"; folded "$2"; printf ': Permission denied@@\n'
 }
 searchable() { # searchable DIR FACT...: 0 when DIR is absent or may be entered; else each FACT is denied
   _sd=$1; shift
@@ -513,14 +521,14 @@ s_hygiene() {
   if [ -d /var/lib/cloud/instances ] && ! [ -r /var/lib/cloud/instances ]; then
     denied cloud_init_instances /var/lib/cloud/instances
   else
-    [ -d /var/lib/cloud/instances ] && ck "ls /var/lib/cloud/instances" ls -A /var/lib/cloud/instances
+    [ -d /var/lib/cloud/instances ] && capture_or_fail "ls /var/lib/cloud/instances" ls -A /var/lib/cloud/instances
     printf 'cloud_instances='; printf '%s' "$CAP" | grep -c .
   fi
   m=absent
   if [ -f /etc/machine-id ] && ! [ -r /etc/machine-id ]; then
     m=; denied machine_id_state /etc/machine-id
   elif [ -f /etc/machine-id ]; then
-    ck "read /etc/machine-id" head -c 64 /etc/machine-id
+    capture_or_fail "read /etc/machine-id" head -c 64 /etc/machine-id
     case ${CAP%%"$NL"*} in
       *uninitialized*) m=uninitialized ;; *[!"$TAB "]*) m=populated ;; *) m=empty ;;
     esac
@@ -532,18 +540,18 @@ s_hygiene() {
     b=$(head -c 65536 "$f.pub" 2>/dev/null | awk 'NR == 1 {print $2; exit}')
     case $b in
       ''|*[!A-Za-z0-9+/=]*) fp=- ;;
-      *) ck "sha256sum of $(oneline "$f").pub" fingerprint "$b"; fp=${CAP%% *} ;;
+      *) capture_or_fail "sha256sum of $(folded "$f").pub" fingerprint "$b"; fp=${CAP%% *} ;;
     esac
     case $t in *"$TAB"*|*"$NL"*) t=unknown ;; esac  # a name the key type cannot be read from
-    printf 'key\t%s\t%s\t' "$t" "$fp"; one "$f"
+    printf 'key\t%s\t%s\t' "$t" "$fp"; one_line "$f"
   done
   if searchable /root root_authorized_keys && searchable /root/.ssh root_authorized_keys; then
     for f in /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; do
       [ -f "$f" ] || continue
       [ -r "$f" ] || { denied root_authorized_keys "$f"; continue; }
-      cap grep -cvE '^[[:space:]]*(#|$)' "$f"  # status 1: a count of 0, an answer
-      case $CAP_RC in 0|1) ;; *) fail "grep $(oneline "$f")" ;; esac
-      printf 'authorized\t%s\t' "$CAP"; one "$f"
+      capture grep -cvE '^[[:space:]]*(#|$)' "$f"  # status 1: a count of 0, an answer
+      case $CAP_RC in 0|1) ;; *) fail "grep $(folded "$f")" ;; esac
+      printf 'authorized\t%s\t' "$CAP"; one_line "$f"
     done
   fi
   for h in /root /home/*; do
@@ -552,27 +560,27 @@ s_hygiene() {
     for n in .bash_history .zsh_history .ash_history .sh_history .python_history .mysql_history \
              .psql_history .lesshst .viminfo; do
       [ -f "$h/$n" ] || continue
-      ck "stat $(oneline "$h/$n")" stat -c '%s' "$h/$n"
-      printf 'history\t%s\t' "$CAP"; one "$h/$n"
+      capture_or_fail "stat $(folded "$h/$n")" stat -c '%s' "$h/$n"
+      printf 'history\t%s\t' "$CAP"; one_line "$h/$n"
     done
     if searchable "$h/.aws" credential_files; then
-      [ -s "$h/.aws/credentials" ] && { printf 'credential\taws-credentials\t'; one "$h/.aws/credentials"; }
+      [ -s "$h/.aws/credentials" ] && { printf 'credential\taws-credentials\t'; one_line "$h/.aws/credentials"; }
       if [ -f "$h/.aws/config" ] && ! [ -r "$h/.aws/config" ]; then denied credential_files "$h/.aws/config"
       else
         [ -f "$h/.aws/config" ] && head -c 1048576 "$h/.aws/config" |
           grep -qiE '^[[:space:]]*aws_(secret_access_key|session_token)[[:space:]]*=' &&
-          { printf 'credential\taws-credentials\t'; one "$h/.aws/config"; }
+          { printf 'credential\taws-credentials\t'; one_line "$h/.aws/config"; }
       fi
     fi
-    [ -s "$h/.netrc" ] && { printf 'credential\tnetrc\t'; one "$h/.netrc"; }
-    [ -s "$h/.git-credentials" ] && { printf 'credential\tgit-credentials\t'; one "$h/.git-credentials"; }
-    [ -s "$h/.pgpass" ] && { printf 'credential\tpgpass\t'; one "$h/.pgpass"; }
+    [ -s "$h/.netrc" ] && { printf 'credential\tnetrc\t'; one_line "$h/.netrc"; }
+    [ -s "$h/.git-credentials" ] && { printf 'credential\tgit-credentials\t'; one_line "$h/.git-credentials"; }
+    [ -s "$h/.pgpass" ] && { printf 'credential\tpgpass\t'; one_line "$h/.pgpass"; }
     if searchable "$h/.docker" credential_files; then
       if [ -f "$h/.docker/config.json" ] && ! [ -r "$h/.docker/config.json" ]; then
         denied credential_files "$h/.docker/config.json"
       else
         [ -f "$h/.docker/config.json" ] && head -c 1048576 "$h/.docker/config.json" | grep -q '"auth"' &&
-          { printf 'credential\tdocker-auth\t'; one "$h/.docker/config.json"; }
+          { printf 'credential\tdocker-auth\t'; one_line "$h/.docker/config.json"; }
       fi
     fi
   done
@@ -580,26 +588,26 @@ s_hygiene() {
     [ -f "$f" ] || continue
     [ -r "$f" ] || { denied credential_files "$f"; continue; }
     head -c 1048576 "$f" 2>/dev/null | grep -qE 'A(KI|SI)A[0-9A-Z]{16}' &&
-      { printf 'credential\taws-access-key-id\t'; one "$f"; }
+      { printf 'credential\taws-access-key-id\t'; one_line "$f"; }
     head -c 1048576 "$f" 2>/dev/null |
       grep -qE '^[[:space:]]*(export[[:space:]]+)?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|AUTH_DATA)[A-Z0-9_]*[[:space:]]*=[[:space:]]*[^[:space:]]' &&
-      { printf 'credential\tsecret-variable\t'; one "$f"; }
+      { printf 'credential\tsecret-variable\t'; one_line "$f"; }
   done
   for d in /var/cache/apt /var/lib/apt/lists /var/cache/yum /var/cache/dnf; do
     [ -d "$d" ] || continue
     kb=
-    cap -i 'No such file or directory' T 10 du -sk "$d"  # a file removed mid-walk: no failure
+    capture -i 'No such file or directory' within 10 du -sk "$d"  # a file removed mid-walk: no failure
     case $CAP_RC in
       0) kb=${CAP%%"$TAB"*}
          case $kb in ''|*[!0-9]*) kb=; CAP_RC=1 CAP_ERR="printed no size"; fail "du -sk $d" ;; esac ;;
       124|137) fail "du -sk $d" ;;
       *) case $CAP_ERR in  # a directory du may not read (apt's `partial`, 0700 _apt): that size alone is unknown
            *"Permission denied"*)
-             printf '@@AMI-AUDITOR-FAILED %s package_caches not read: ' "$N"; oneline "$d: $CAP_ERR"; printf '@@\n' ;;
+             printf '@@AMI-AUDITOR-FAILED %s package_caches not read: ' "$NONCE"; folded "$d: $CAP_ERR"; printf '@@\n' ;;
            *) fail "du -sk $d" ;;
          esac ;;
     esac
-    printf 'cache\t%s\t' "$kb"; one "$d"
+    printf 'cache\t%s\t' "$kb"; one_line "$d"
   done
   return 0
 }
@@ -618,17 +626,17 @@ s_network() {
     CAP=
     for l in "$i/device/driver/module" "$i/device/driver"; do
       [ -L "$l" ] || continue
-      ck "readlink $l" readlink "$l"; break
+      capture_or_fail "readlink $l" readlink "$l"; break
     done
     drv=${CAP##*/}
-    ck "cat $i/operstate" catf "$i/operstate"; st=$CAP
-    ck "cat $i/mtu" catf "$i/mtu"
-    one "@ $n driver=${drv:-none} operstate=$st mtu=$CAP"
+    capture_or_fail "cat $i/operstate" catf "$i/operstate"; st=$CAP
+    capture_or_fail "cat $i/mtu" catf "$i/mtu"
+    one_line "@ $n driver=${drv:-none} operstate=$st mtu=$CAP"
     [ -n "$drv" ] || continue
     has ethtool || { echo "ethtool=absent"; continue; }  # not installed: no driver details, an answer
     # a failing ethtool fails this interface's row (`failed=`); a device without them has no stats
-    rk "ethtool -i $n" T 3 ethtool -i "$n" && printf '%s\n' "$CAP" | info_lines
-    cap T 3 ethtool -S "$n"
+    capture_or_fail_row "ethtool -i $n" within 3 ethtool -i "$n" && printf '%s\n' "$CAP" | info_lines
+    capture within 3 ethtool -S "$n"
     case $CAP_RC:$CAP_ERR:$CAP in
       0:*) _s=$(printf '%s\n' "$CAP" | stat_lines)  # answered: counters, or output that is none
            if [ -n "$_s" ]; then printf '%s\n' "$_s"; else put failed "ethtool -S $n printed no counter"; fi ;;
@@ -637,9 +645,9 @@ s_network() {
     esac
   done
   echo '@ '  # the interface blocks end here (a bare `@ ` names no interface)
-  ck "cat /sys/module/ena/version" catf /sys/module/ena/version; put ena_module_version "$CAP"
+  capture_or_fail "cat /sys/module/ena/version" catf /sys/module/ena/version; put ena_module_version "$CAP"
   # in-tree drivers without a version of their own report the kernel release in `ethtool -i`
-  kv kernel_release uname -r
+  put_output kernel_release uname -r
   return 0
 }
 
@@ -647,11 +655,11 @@ s_kernel_log() {
   # Driver trouble only (ENA resets, watchdogs, OOM), newest last, bounded. The journal first; dmesg when
   # there is no journalctl or it fails (the section fails only when neither can be read).
   if has journalctl; then
-    cap T 10 journalctl -k -b -q --no-pager -o short-monotonic
+    capture within 10 journalctl -k -b -q --no-pager -o short-monotonic
     if [ "$CAP_RC" = 0 ]; then printf '%s\n' "$CAP" | trouble_lines; return 0; fi
   fi
   has dmesg || { fail "journalctl -k"; return; }
-  ckf trouble_lines dmesg T 10 dmesg
+  stream_or_fail trouble_lines dmesg within 10 dmesg
 }
 
 trouble_lines() { # trouble_lines < kernel log: the newest 200 lines naming driver trouble
@@ -662,7 +670,7 @@ trouble_lines() { # trouble_lines < kernel log: the newest 200 lines naming driv
 s_unit_limits() {
   # The limits in force (defaults included) of the services Kubernetes and GPU nodes break on: one call.
   booted || return 3
-  ck "systemctl show limits" T 5 systemctl show -p Id,LoadState,LimitNOFILE,LimitNOFILESoft,TasksMax \
+  capture_or_fail "systemctl show limits" within 5 systemctl show -p Id,LoadState,LimitNOFILE,LimitNOFILESoft,TasksMax \
     containerd.service docker.service kubelet.service nvidia-persistenced.service nvidia-fabricmanager.service \
     || return
   printf '%s\n' "$CAP"
@@ -673,13 +681,13 @@ s_unit_limits() {
 # line prefixed `|` so none can start a header. The file list is collect/config_files.py's (a test checks).
 CONF_MAX=16384
 conf_lines() { # conf_lines FILE: FILE's lines that are not comments, blanks or secrets; none left is an answer
-  T 5 grep -v -i -E -e '^[[:space:]]*([#;]|//|$)' \
+  within 5 grep -v -i -E -e '^[[:space:]]*([#;]|//|$)' \
     -e '^[[:space:]]*[a-z_]*(password|passwd|secret|token|auth)[a-z_]*[[:space:]]*=' -- "$1"; _r=$?
   [ "$_r" = 1 ] && return 0
   return "$_r"
 }
 conf_read() { # conf_read FILE: conf_lines prefixed `|`, at most CONF_MAX bytes then `!truncated`; grep's status
-  { conf_lines "$1"; printf '\n@@rc %s %s\n' "$N" "$?"; } | awk -v max="$CONF_MAX" -v m="@@rc $N " '
+  { conf_lines "$1"; printf '\n@@rc %s %s\n' "$NONCE" "$?"; } | awk -v max="$CONF_MAX" -v m="@@rc $NONCE " '
     index($0, m) == 1 { rc = substr($0, length(m) + 1) + 0; next }
     $0 == "" { next }
     { n += length($0) + 1; if (n <= max) print "|" $0; else if (!cut++) print "!truncated" }
@@ -690,8 +698,8 @@ conf_file() { # conf_file KIND FILE: one `@ KIND FILE` block (a failed read is t
   [ -f "$2" ] || return 0
   case $NL$CONF_SEEN$NL in *"$NL$2$NL"*) return 0 ;; esac  # once each (a unit's --config may name a default)
   CONF_SEEN=$CONF_SEEN$NL$2
-  printf '@ %s ' "$1"; one "$2"
-  rk "read $(oneline "$2")" conf_read "$2" || return 0
+  printf '@ %s ' "$1"; one_line "$2"
+  capture_or_fail_row "read $(folded "$2")" conf_read "$2" || return 0
   [ -n "$CAP" ] && printf '%s\n' "$CAP"
   case $1:$2 in kubelet-env:*|unit:*/kubelet.service|unit:*/kubelet.service.d/*) KUBELET_TEXT=$KUBELET_TEXT$NL$CAP ;; esac
   return 0
@@ -739,7 +747,8 @@ s_config() {
   # the file the kubelet unit's --config names (a YAML or JSON file under /etc, /var/lib or /run)
   for _f in $(kubelet_config_flag); do conf_file kubelet "$_f"; done
   conf_glob resolv /etc/resolv.conf
-  [ -L /etc/resolv.conf ] && ck "readlink /etc/resolv.conf" readlink /etc/resolv.conf && put resolv_link "$CAP"
+  [ -L /etc/resolv.conf ] && capture_or_fail "readlink /etc/resolv.conf" readlink /etc/resolv.conf &&
+    put resolv_link "$CAP"
   conf_glob cni '/etc/cni/net.d/*'
   conf_glob modules-load '/etc/modules-load.d/*.conf' '/run/modules-load.d/*.conf' \
     '/usr/local/lib/modules-load.d/*.conf' '/usr/lib/modules-load.d/*.conf' '/lib/modules-load.d/*.conf' \
@@ -760,10 +769,10 @@ s_kernels() {
   # Installed kernels and which have an NVIDIA module built for them (the next boot's kernel needs one).
   for d in /lib/modules/*; do
     [ -d "$d" ] || continue
-    printf 'release '; one "${d##*/}"
+    printf 'release '; one_line "${d##*/}"
   done
   [ -d /lib/modules ] || return 0
-  ck "find /lib/modules" T 10 find /lib/modules -mindepth 2 -maxdepth 5 -name 'nvidia.ko*' || return
+  capture_or_fail "find /lib/modules" within 10 find /lib/modules -mindepth 2 -maxdepth 5 -name 'nvidia.ko*' || return
   [ -n "$CAP" ] && printf '%s\n' "$CAP" | awk -F/ 'NF > 3 && !seen[$4]++ { print "nvidia " $4 }'
   return 0
 }
@@ -783,14 +792,14 @@ s_gpu() {
     n=0; for d in /proc/driver/nvidia/gpus/*; do [ -e "$d" ] && n=$((n + 1)); done
     printf 'driver_gpus=%s\n' "$n"
   fi
-  kv module_version catf /sys/module/nvidia/version
+  put_output module_version catf /sys/module/nvidia/version
   for m in nvidia nvidia_uvm nvidia_modeset nvidia_peermem efa_nv_peermem nv_peer_mem efa ib_core; do
     [ -d "/sys/module/$m" ] && printf 'module=%s\n' "$m"
   done
   n=0; for d in /sys/class/infiniband/*; do [ -e "$d" ] && n=$((n + 1)); done
   printf 'infiniband_devices=%s\n' "$n"
   if [ -r /proc/driver/nvidia/params ]; then
-    cap grep -m 1 '^EnableGpuFirmware' /proc/driver/nvidia/params  # status 1: no such line, an answer
+    capture grep -m 1 '^EnableGpuFirmware' /proc/driver/nvidia/params  # status 1: no such line, an answer
     case $CAP_RC in 0) put gsp "$CAP" ;; 1) ;; *) fail "grep /proc/driver/nvidia/params" ;; esac
   fi
   return 0
@@ -803,17 +812,18 @@ chrony_state() { # chrony_state < `chronyc tracking`: `ntp_synchronized=yes|no` 
 
 s_proc() {
   echo '--- swaps'
-  ck "cat /proc/swaps" catf /proc/swaps && printf '%s\n' "$CAP" | awk 'NR > 1 && NF { print $1 }'
+  capture_or_fail "cat /proc/swaps" catf /proc/swaps && printf '%s\n' "$CAP" | awk 'NR > 1 && NF { print $1 }'
   echo '--- state'
-  kv clocksource catf /sys/devices/system/clocksource/clocksource0/current_clocksource
-  kv clocksources catf /sys/devices/system/clocksource/clocksource0/available_clocksource
-  ck "read /proc/net/arp" awk 'END { print "arp_entries=" (NR > 0 ? NR - 1 : 0) }' /proc/net/arp && printf '%s\n' "$CAP"
+  put_output clocksource catf /sys/devices/system/clocksource/clocksource0/current_clocksource
+  put_output clocksources catf /sys/devices/system/clocksource/clocksource0/available_clocksource
+  capture_or_fail "read /proc/net/arp" awk 'END { print "arp_entries=" (NR > 0 ? NR - 1 : 0) }' /proc/net/arp &&
+    printf '%s\n' "$CAP"
   # Clock sync as the time daemons say it, asking none that is not running (timedatectl would start
   # systemd-timedated, which the next scan would see): timesyncd's flag file (systemd >= 239), else chronyc.
   if [ -e /run/systemd/timesync/synchronized ]; then
     printf 'ntp_source=timesyncd\nntp_synchronized=yes\n'
   elif has chronyc; then
-    cap T 3 chronyc -n tracking
+    capture within 3 chronyc -n tracking
     case $CAP_RC:$CAP_ERR:$CAP in
       0:*) echo ntp_source=chrony; printf '%s\n' "$CAP" | chrony_state ;;
       *"Cannot talk to daemon"*) ;;  # chrony installed, chronyd not running: nothing to ask, an answer
@@ -821,7 +831,8 @@ s_proc() {
     esac
   fi
   [ -e /var/run/reboot-required ] && echo reboot_required=1
-  [ -f /var/run/reboot-required.pkgs ] && ck "read reboot-required.pkgs" head -c 1024 /var/run/reboot-required.pkgs &&
+  [ -f /var/run/reboot-required.pkgs ] &&
+    capture_or_fail "read reboot-required.pkgs" head -c 1024 /var/run/reboot-required.pkgs &&
     printf '%s\n' "$CAP" | awk 'NF { printf "reboot_pkg=%s\n", $1 }'
   echo '--- tasks'
   # From cpu_begin's walk of /proc/*/task/*/stat (no new read): threads, processes, zombies by parent.
@@ -860,9 +871,9 @@ s_disk() {
   for p in / /var /var/log /var/lib/containerd /var/lib/docker /var/lib/kubelet; do [ -d "$p" ] && set -- "$@" "$p"; done
   printf 'paths=%s\n' "$*"
   echo '--- blocks'
-  ck "df -P -k" T 5 df -P -k "$@" && printf '%s\n' "$CAP"
+  capture_or_fail "df -P -k" within 5 df -P -k "$@" && printf '%s\n' "$CAP"
   echo '--- inodes'
-  ck "df -P -i" T 5 df -P -i "$@" && printf '%s\n' "$CAP"
+  capture_or_fail "df -P -i" within 5 df -P -i "$@" && printf '%s\n' "$CAP"
   return 0
 }
 
@@ -942,8 +953,8 @@ s_cpu_stack() {
   # of start-up can take many seconds on a busy host, hence a 20 s bound around a 0.5 s sample.
   synth=
   "$pf" record -h 2>&1 | grep -q -e '--synth' && synth=--synth=no
-  out=$(T 20 "$pf" record -q -B -N $synth -e cpu-clock -F 499 -g -C "$core" -o - -- sleep 0.5 2>/dev/null |
-    T 20 "$pf" script -i - -F ip,sym,dso 2>/dev/null | awk '
+  out=$(within 20 "$pf" record -q -B -N $synth -e cpu-clock -F 499 -g -C "$core" -o - -- sleep 0.5 2>/dev/null |
+    within 20 "$pf" script -i - -F ip,sym,dso 2>/dev/null | awk '
     function flush(  f) {
       if (n) { samples++; if (leaf != "") { ks++; self[leaf]++ }; for (f in seen) incl[f]++; memcg += memcg_hit }
       n = 0; leaf = ""; memcg_hit = 0; split("", seen)
@@ -966,11 +977,11 @@ s_cpu_stack() {
 s_packages() {
   if has dpkg-query && [ -d /var/lib/dpkg ]; then
     echo "manager=dpkg"
-    ckf installed_rows "dpkg-query -W" \
-      T 20 dpkg-query -W -f='${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n'
+    stream_or_fail installed_rows "dpkg-query -W" \
+      within 20 dpkg-query -W -f='${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n'
   elif has rpm; then
     echo "manager=rpm"
-    ckf cat "rpm -qa" T 30 rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n'
+    stream_or_fail cat "rpm -qa" within 30 rpm -qa --qf '%{NAME}\t%{VERSION}-%{RELEASE}\t%{ARCH}\n'
   else
     return 3
   fi
@@ -1009,5 +1020,5 @@ run cpu s_cpu
 run cpu_stack s_cpu_stack
 run packages s_packages
 sec cost; times; end cost 0  # CPU the probe spent here: shell, then children (user sys)
-printf '@@AMI-AUDITOR-DONE %s@@\n' "$N"
+printf '@@AMI-AUDITOR-DONE %s@@\n' "$NONCE"
 exit 0

@@ -86,7 +86,7 @@ def _prune(t1: dict[str, Any], t2: dict[str, Any]) -> tuple[dict[str, Any], dict
 
     A plain path or a whole collection the same on both sides goes from both; in a collection on both
     sides, rows the same on both sides go from both and the collection stays (possibly empty), so what
-    is added, removed or changed is reported at the same depth as before.
+    is added, removed or changed is reported at the same depth as without pruning.
     """
     same = {key for key, v1 in t1.items() if key in t2 and _same(v1, t2[key])}
     return _pruned(t1, t2, same), _pruned(t2, t1, same)

@@ -198,8 +198,8 @@ def summaries(conn: Store, where: Path, scan_ids: list[int],
               hosts: list[str] | None = None) -> list[tuple[int, str, dict[str, Any] | None]]:
     """(scan id, host, the summary's dying_memcgs, restarts and unit_restarts, or None) of the given scans (and
     hosts), by scan then host: the headline numbers every recorded scan carries, so no snapshot is inflated
-    (imported reports have none). SQLite picks the three fields out (a 96-core host's summary is ~2 KB of
-    CPU samples; parsing 20 scans x 10,000 of them here took a minute); a summary that is not JSON is
+    (imported reports have none). SQLite picks the three fields out, so the CPU samples that make most of
+    a many-core host's summary are never parsed in Python; a summary that is not JSON is
     damaged, the fields are type-checked by the caller, unit_restarts parsed strictly."""
     picks = ", ".join(f"CASE WHEN json_valid(summary) THEN json_extract(summary, '$.{f}') END" for f in SUMMARY_FIELDS)
     sql = (f"SELECT scan_id, host, summary IS NULL, json_valid(summary), {picks}, CASE WHEN json_valid(summary) "

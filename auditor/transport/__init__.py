@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
 from urllib.parse import urlsplit
 
 from ..errors import InputError
@@ -26,9 +25,8 @@ def _ssh(spec: HostSpec) -> Transport:
 def _ssm(spec: HostSpec) -> Transport:
     from .ssm import SSMTransport
 
-    # cast until transport/ssm.py (the ssm room's) takes the ProbeRequest too; ssm:// hosts are collected
-    # by the batch (app.collect_ssm), never through this single-host door
-    return cast(Transport, SSMTransport(spec))
+    # one host only (`ssm://i-…` given alone): fleets of ssm:// hosts go through the batch (app.collect_ssm)
+    return SSMTransport(spec)
 
 
 def _image(spec: HostSpec) -> Transport:
