@@ -19,7 +19,7 @@ from ..aws.api import clients as aws_clients
 from ..aws.api import pages, request_error
 from ..aws.ssm import MAX_TARGET_KEYS, MAX_TARGET_VALUES, SSMSettings, ping_statuses
 from ..errors import InputError, TransportError
-from ..models import HostSpec, SSHOptions
+from ..models import HostSpec, SSHOptions, TransportOptions
 
 SERVER_FILTERS = (
     "image-id", "instance-state-name", "instance-type", "instance-id", "tag-key", "tag-value", "vpc-id",
@@ -195,7 +195,7 @@ def discover(d: Discovery, clients: tuple[Any, Any] | None = None) -> tuple[list
             state = ping.get(iid, "NotManaged")
             labels["ssm_ping"] = state
             specs.append(HostSpec(names[iid], f"ssm://{iid}?region={region}", labels,
-                                  options={"region": region, "ssm": settings, "ssm_ping": state}))
+                                  options=TransportOptions(region=region, ssm=settings, ssm_ping=state)))
             continue
         address = f.private_ip if d.ssh_address == "private" else f.public_ip
         if not address:
