@@ -212,3 +212,11 @@ def test_parsed_facts_hold_what_their_types_declare(name: str) -> None:
     facts = get_type_hints(Facts)
     assert [p for area, value in snap["facts"].items() for p in nonconforming(value, facts[area], area)] == []
     assert nonconforming(snap["host"], HostInfo, "host") == []
+
+
+@pytest.mark.parametrize("path", sorted((PROBE.parent / "snapshots").glob("*.json")), ids=lambda p: p.name)
+def test_saved_fleet_snapshots_hold_what_their_types_declare(path: Path) -> None:
+    snap = json.loads(path.read_text())
+    facts = get_type_hints(Facts)
+    assert [p for area, value in snap["facts"].items() for p in nonconforming(value, facts[area], area)] == []
+    assert nonconforming(snap["host"], HostInfo, "host") == []
