@@ -2,11 +2,13 @@
 
 Regenerate with `AMI_AUDITOR_UPDATE_GOLDEN=1 pytest tests/test_snapshot_types.py` after changing
 facts.yaml; the test fails while this file and the schema disagree. Every key is optional and every
-value may be null: a snapshot is host data, and a failed collector leaves nulls (snapshotdoc.py).
+value may be null: a snapshot is host data, and a failed collector leaves nulls (snapshotdoc.py). Lists of
+values and maps are read-only (Sequence, Mapping): a parser's `list[str]` is one, a reader must allow nulls.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
 
@@ -41,8 +43,8 @@ class Kernel(TypedDict, total=False):
     hugepages_total: int | None
     mem_total_kb: int | None
     nvidia_driver: str | None
-    sysctls: dict[str, str | None] | None
-    sysctl_counters: dict[str, str | None] | None
+    sysctls: Mapping[str, str | None] | None
+    sysctl_counters: Mapping[str, str | None] | None
     installed: list[KernelInstalledRow] | None
 
 
@@ -94,8 +96,8 @@ class Systemd(TypedDict, total=False):
     """`facts.systemd`."""
 
     version: int | None
-    enabled_units: list[str | None] | None
-    failed_units: list[str | None] | None
+    enabled_units: Sequence[str | None] | None
+    failed_units: Sequence[str | None] | None
     unit_files: list[SystemdUnitFilesRow] | None
     units: list[SystemdUnitsRow] | None
     limits: list[SystemdLimitsRow] | None
@@ -135,7 +137,7 @@ class Cgroups(TypedDict, total=False):
     """`facts.cgroups`."""
 
     mode: str | None
-    v2_controllers: list[str | None] | None
+    v2_controllers: Sequence[str | None] | None
     memory: CgroupsMemory | None
     controllers: list[CgroupsControllersRow] | None
     v2: list[CgroupsV2Row] | None
@@ -213,7 +215,7 @@ class HygieneCredentialFilesRow(TypedDict, total=False):
     """One row of `facts.hygiene.credential_files`."""
 
     path: str | None
-    kinds: list[str | None] | None
+    kinds: Sequence[str | None] | None
 
 
 class HygienePackageCachesRow(TypedDict, total=False):
@@ -245,7 +247,7 @@ class NetworkInterfacesRow(TypedDict, total=False):
     firmware_version: str | None
     operstate: str | None
     mtu: int | None
-    stats: dict[str, int | None] | None
+    stats: Mapping[str, int | None] | None
     stats_available: bool | None
     error: str | None
 
@@ -271,8 +273,8 @@ class NetworkKernelLogXidsRow(TypedDict, total=False):
 class NetworkKernelLog(TypedDict, total=False):
     """`facts.network.kernel_log`."""
 
-    events: dict[str, int | None] | None
-    lines: list[str | None] | None
+    events: Mapping[str, int | None] | None
+    lines: Sequence[str | None] | None
     xids: list[NetworkKernelLogXidsRow] | None
 
 
@@ -414,7 +416,7 @@ class ConfigContainerd(TypedDict, total=False):
     version: int | None
     systemd_cgroup: bool | None
     default_runtime_name: str | None
-    runtimes: list[str | None] | None
+    runtimes: Sequence[str | None] | None
     enable_cdi: bool | None
 
 
@@ -424,7 +426,7 @@ class ConfigDocker(TypedDict, total=False):
     path: str | None
     cgroup_driver: str | None
     default_runtime: str | None
-    runtimes: list[str | None] | None
+    runtimes: Sequence[str | None] | None
     log_driver: str | None
     log_max_size: str | None
 
@@ -438,11 +440,11 @@ class ConfigKubelet(TypedDict, total=False):
     resolv_conf: str | None
     fail_swap_on: bool | None
     memory_swap_behavior: str | None
-    system_reserved: dict[str, str | None] | None
-    kube_reserved: dict[str, str | None] | None
-    eviction_hard: dict[str, str | None] | None
+    system_reserved: Mapping[str, str | None] | None
+    kube_reserved: Mapping[str, str | None] | None
+    eviction_hard: Mapping[str, str | None] | None
     container_log_max_size: str | None
-    flags: dict[str, str | None] | None
+    flags: Mapping[str, str | None] | None
 
 
 class ConfigUnitsRow(TypedDict, total=False):
@@ -450,7 +452,7 @@ class ConfigUnitsRow(TypedDict, total=False):
 
     name: str | None
     path: str | None
-    dropins: list[str | None] | None
+    dropins: Sequence[str | None] | None
     exec_start: str | None
     limit_nofile: str | None
     tasks_max: str | None
@@ -460,26 +462,26 @@ class ConfigResolvConf(TypedDict, total=False):
     """`facts.config.resolv_conf`."""
 
     link: str | None
-    nameservers: list[str | None] | None
-    search: list[str | None] | None
+    nameservers: Sequence[str | None] | None
+    search: Sequence[str | None] | None
 
 
 class ConfigCni(TypedDict, total=False):
     """`facts.config.cni`."""
 
-    files: list[str | None] | None
-    plugins: list[str | None] | None
+    files: Sequence[str | None] | None
+    plugins: Sequence[str | None] | None
 
 
 class Config(TypedDict, total=False):
     """`facts.config`."""
 
     files: list[ConfigFilesRow] | None
-    sysctl_declared: dict[str, str | None] | None
-    sysctl_declared_in: dict[str, str | None] | None
+    sysctl_declared: Mapping[str, str | None] | None
+    sysctl_declared_in: Mapping[str, str | None] | None
     networkd: ConfigNetworkd | None
     links: list[ConfigLinksRow] | None
-    apt_periodic: dict[str, str | None] | None
+    apt_periodic: Mapping[str, str | None] | None
     dnf_automatic: ConfigDnfAutomatic | None
     yum_cron: ConfigYumCron | None
     containerd: ConfigContainerd | None
@@ -488,7 +490,7 @@ class Config(TypedDict, total=False):
     units: list[ConfigUnitsRow] | None
     resolv_conf: ConfigResolvConf | None
     cni: ConfigCni | None
-    modules_load: list[str | None] | None
+    modules_load: Sequence[str | None] | None
 
 
 class Gpu(TypedDict, total=False):
@@ -498,7 +500,7 @@ class Gpu(TypedDict, total=False):
     pci_nvswitches: int | None
     driver_gpus: int | None
     module_version: str | None
-    modules: list[str | None] | None
+    modules: Sequence[str | None] | None
     infiniband_devices: int | None
     gsp_firmware: str | None
 
@@ -514,14 +516,14 @@ class ProcZombieParentsRow(TypedDict, total=False):
 class Proc(TypedDict, total=False):
     """`facts.proc`."""
 
-    swaps: list[str | None] | None
+    swaps: Sequence[str | None] | None
     clocksource: str | None
-    clocksources_available: list[str | None] | None
+    clocksources_available: Sequence[str | None] | None
     arp_entries: int | None
     ntp_synchronized: bool | None
     ntp_source: str | None
     reboot_required: bool | None
-    reboot_required_pkgs: list[str | None] | None
+    reboot_required_pkgs: Sequence[str | None] | None
     threads: int | None
     processes: int | None
     zombies: int | None

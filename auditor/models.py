@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .options import SSM_DOCUMENT_NAME
 from .snapshotdoc import Snapshot
 
 PROBE_REFUSED_STATUS = "probe_refused"  # reached, but the host ran no probe (its words are the error)
@@ -59,14 +60,44 @@ class SSHOptions:
 
 
 @dataclass(frozen=True)
+class SSMSettings:
+    """How to reach instances through SSM. `document=None` means AWS-RunShellScript (explicit opt-in)."""
+
+    region: str | None = None
+    profile: str | None = None
+    document: str | None = SSM_DOCUMENT_NAME
+    s3_bucket: str | None = None
+    s3_prefix: str = "ami-auditor"
+    poll_interval_s: float = 1.0  # first poll; grows ×1.5 up to 5× this, each jittered ±30 %
+    # tag targets (("tag:KEY", (values…)), …): one SendCommand with Targets; () = InstanceIds batches
+    targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    max_concurrency: str = "50"  # Targets mode only: SSM's MaxConcurrency (N or N%)
+    max_errors: str = "10%"  # Targets mode only: SSM's MaxErrors (N or N%)
+
+
+@dataclass(frozen=True)
 class AmiSettings:
-    """An ami:// target's settings (HostSpec.options["ami"]): where to make and attach the volume,
+    """An ami:// target's settings (TransportOptions.ami): where to make and attach the volume,
     from --region/--profile/--az/--attach-to (None: IMDS / defaults)."""
 
     region: str | None = None
     profile: str | None = None
     az: str | None = None
     attach_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TransportOptions:
+    """What a transport needs beyond the target URL and SSHOptions; None: not given (the run's defaults)."""
+
+    region: str | None = None  # ssm:// and ami://: the target's `?region=` (wins over the settings' region)
+    image_root: str | None = None  # image:///path: the image's root directory
+    ssm: SSMSettings | None = None  # ssm://: this run's SSM settings (targets/resolve.py, EC2 discovery)
+    ssm_ping: str | None = None  # ssm:// found by EC2 discovery: the agent's PingStatus then (Online, …)
+    ami: AmiSettings | None = None  # ami://: where to make and attach the volume
+
+
+NO_TRANSPORT_OPTIONS = TransportOptions()  # shared by every host that needs none (most of a fleet)
 
 
 @dataclass(frozen=True, slots=True)  # slots: a fleet run holds one per host to the end
@@ -77,7 +108,7 @@ class HostSpec:
     target: str
     labels: dict[str, str] = field(default_factory=dict)
     ssh: SSHOptions = field(default_factory=SSHOptions)
-    options: dict[str, Any] = field(default_factory=dict)  # transport-specific extras (region, …)
+    options: TransportOptions = NO_TRANSPORT_OPTIONS
 
 
 @dataclass(frozen=True)

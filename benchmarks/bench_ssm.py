@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditor.app import collect_hosts  # noqa: E402
 from auditor.aws.ssm import SSMSettings, rate_count  # noqa: E402
-from auditor.models import HostSpec  # noqa: E402
+from auditor.models import HostSpec, TransportOptions  # noqa: E402
 from tests.ssm_endpoint import AwsStandIns, canned_runner  # noqa: E402
 from tests.ssm_endpoint.recorded import recorded_document_output  # noqa: E402
 
@@ -60,7 +60,7 @@ def measure(args: argparse.Namespace, mode: str) -> tuple[str, dict]:
             settings = SSMSettings(poll_interval_s=args.poll, targets=(("tag:cluster", ("bench",)),),
                                    max_concurrency=args.max_concurrency, max_errors="10%")
         # discovery's PingStatus join is the same for both modes (and not SSM Run Command): given here
-        specs = [HostSpec(f"h{i:04d}", f"ssm://{iid}", options={"ssm": settings, "ssm_ping": "Online"})
+        specs = [HostSpec(f"h{i:04d}", f"ssm://{iid}", options=TransportOptions(ssm=settings, ssm_ping="Online"))
                  for i, iid in enumerate(ids)]
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         t0 = time.perf_counter()

@@ -90,11 +90,12 @@ def layer(prefix: str, poll: float, ids_file: str = "") -> int:
     t0 = time.perf_counter()
     if ids_file:
         from auditor.aws.ssm import SSMSettings
-        from auditor.models import HostSpec
+        from auditor.models import HostSpec, TransportOptions
 
         settings = SSMSettings(region="us-east-1", s3_bucket=BUCKET, s3_prefix=prefix, poll_interval_s=poll,
                                targets=(("tag:fleet", ("bench",)),), max_concurrency="100%", max_errors="100%")
-        specs = [HostSpec(iid, f"ssm://{iid}", {"instance_id": iid}, options={"ssm": settings, "ssm_ping": "Online"})
+        options = TransportOptions(ssm=settings, ssm_ping="Online")
+        specs = [HostSpec(iid, f"ssm://{iid}", {"instance_id": iid}, options=options)
                  for iid in Path(ids_file).read_text().split()]
     else:
         specs = discovered_hosts(aws)

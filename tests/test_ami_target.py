@@ -27,7 +27,7 @@ import pytest
 from auditor import cli
 from auditor.app import collect_host
 from auditor.context import Env
-from auditor.models import AmiSettings, HostSpec
+from auditor.models import AmiSettings, HostSpec, TransportOptions
 from auditor.transport import ami_disk
 from auditor.transport.ami import AmiRun
 from auditor.transport.image import ImageTransport
@@ -84,7 +84,7 @@ def settings(scanner: str, **kw: Any) -> AmiSettings:
 
 
 def ami_spec(ami: str, scanner: str) -> HostSpec:
-    return HostSpec(ami, f"ami://{ami}", options={"ami": settings(scanner)})
+    return HostSpec(ami, f"ami://{ami}", options=TransportOptions(ami=settings(scanner)))
 
 
 def assert_nothing_left(aws: AwsStandIns, attach: LoopAttach) -> None:
@@ -420,7 +420,7 @@ def test_scan_from_the_scanning_instance_uses_imds(aws: AwsStandIns, scanner: st
 
 def test_az_must_be_the_attached_instances(aws: AwsStandIns, scanner: str, attach: LoopAttach) -> None:
     ami, _ = make_ami(aws.ec2)
-    spec = HostSpec(ami, f"ami://{ami}", options={"ami": settings(scanner, az="us-east-1b")})
+    spec = HostSpec(ami, f"ami://{ami}", options=TransportOptions(ami=settings(scanner, az="us-east-1b")))
     got = collect_host(spec, BINARIES)
     assert got.status == "error" and "is in us-east-1a" in got.error
     assert_nothing_left(aws, attach)
@@ -488,6 +488,7 @@ def test_two_amis_in_one_scan_get_different_device_names(aws: AwsStandIns, scann
 def test_off_ec2_without_attach_to_says_what_to_give(aws: AwsStandIns, attach: LoopAttach) -> None:
     """AwsStandIns turns IMDS off (AWS_EC2_METADATA_DISABLED=true), as on a laptop: nothing is created."""
     ami, _ = make_ami(aws.ec2)
-    got = collect_host(HostSpec(ami, f"ami://{ami}", options={"ami": AmiSettings(region=REGION)}), BINARIES)
+    spec = HostSpec(ami, f"ami://{ami}", options=TransportOptions(ami=AmiSettings(region=REGION)))
+    got = collect_host(spec, BINARIES)
     assert got.status == "error" and "--az and --attach-to" in got.error
     assert attach.calls == [] and tool_volumes(aws.ec2) == []

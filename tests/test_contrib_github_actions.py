@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from auditor.cli import build_parser
+from auditor.models import TransportOptions
 from auditor.targets.inventory import parse_target
 
 WORKFLOW = Path(__file__).resolve().parents[1] / "contrib/github-actions/audit-ami.yml"
@@ -111,7 +112,7 @@ def test_the_scan_command_is_one_ami_auditor_accepts() -> None:
     argv = argv[next(i for i, word in enumerate(argv) if word.endswith("bin/ami-auditor")) + 1:]
     args = build_parser().parse_args(argv)
     assert args.command == "scan" and args.targets == ["ami://ami-0123456789abcdef0?region=eu-west-1"]
-    assert parse_target(args.targets[0]) == ("ami-0123456789abcdef0", {"region": "eu-west-1"})
+    assert parse_target(args.targets[0]) == ("ami-0123456789abcdef0", TransportOptions(region="eu-west-1"))
     assert args.baseline == "baselines/golden.yaml" and args.fail_on == "high"
     assert "html" in args.format and args.out == "ami-audit-report"
     upload = step("Upload the report")

@@ -118,6 +118,9 @@ def test_changing_the_data_changes_the_severity(monkeypatch: pytest.MonkeyPatch)
     ("facts:\n  os:\n    id: {type: strin, description: x}\n", "unknown type 'strin'"),
     ("facts:\n  l:\n    type: list\n    volatile: true\n    items:\n      n: {type: string, drift: low}\n",
      "facts.l[].n: a volatile fact never drifts"),
+    ("facts:\n  os:\n    id: {type: string, description: [a, b]}\n", "facts.os.id: description must be text"),
+    ("facts:\n  os:\n    type: object\n    fields: [id]\n", "facts.os: an object needs fields"),
+    ("facts:\n  os: [id]\n", "facts.os: expected a mapping, not list"),
 ])
 def test_a_malformed_schema_is_refused_at_load_naming_the_path(decl: str, words: str) -> None:
     with pytest.raises(SchemaError) as info:

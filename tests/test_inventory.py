@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from auditor.errors import InputError
-from auditor.models import HostSpec, SSHOptions
+from auditor.models import HostSpec, SSHOptions, TransportOptions
 from auditor.targets.inventory import load_inventory, parse_target, targets_from_args
 from auditor.transport.ssh import resolve_route
 
@@ -74,9 +74,9 @@ def test_full_inventory_merges_defaults(tmp_path: Path) -> None:
             sudo=True,
         ),
     )
-    assert i1.options == {"region": "eu-west-1"} and i1.labels == {"env": "prod", "tier": "web"}
+    assert i1.options == TransportOptions(region="eu-west-1") and i1.labels == {"env": "prod", "tier": "web"}
     assert i1.ssh.proxy_jump == "bastion" and i1.ssh.port == 22
-    assert img.options == {"path": "/mnt/root"}
+    assert img.options == TransportOptions(image_root="/mnt/root")
     assert me.target == "local" and me.ssh.connect_timeout == 10.0
 
 
@@ -197,8 +197,8 @@ def test_targets_from_args() -> None:
         "local", "10.0.0.5:2222", "::1", "i-0123456789abcdef0", "i-01234567", "/mnt/ami-root"
     ]
     assert specs[1].target == "ssh://ec2-user@10.0.0.5:2222"
-    assert specs[3].options == {"region": "us-east-1"}
-    assert specs[5].options == {"path": "/mnt/ami-root"}
+    assert specs[3].options == TransportOptions(region="us-east-1")
+    assert specs[5].options == TransportOptions(image_root="/mnt/ami-root")
     assert all(s.ssh == SSHOptions() and s.labels == {} for s in specs)
 
 

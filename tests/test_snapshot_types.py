@@ -10,6 +10,7 @@ import json
 import os
 import types
 import typing
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
@@ -32,11 +33,13 @@ _HEADER = '''"""The facts of each area as TypedDicts, generated from collect/fac
 
 Regenerate with `AMI_AUDITOR_UPDATE_GOLDEN=1 pytest tests/test_snapshot_types.py` after changing
 facts.yaml; the test fails while this file and the schema disagree. Every key is optional and every
-value may be null: a snapshot is host data, and a failed collector leaves nulls (snapshotdoc.py).
+value may be null: a snapshot is host data, and a failed collector leaves nulls (snapshotdoc.py). Lists of
+values and maps are read-only (Sequence, Mapping): a parser's `list[str]` is one, a reader must allow nulls.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TypedDict
 '''
 _PY = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
@@ -56,9 +59,9 @@ def generate_facttypes(tree: FactSpec) -> str:
         if spec.type in _PY:
             return f"{_PY[spec.type]} | None"
         if spec.type == "map":
-            return f"dict[str, {_PY.get(spec.values or 'string', 'str')} | None] | None"
+            return f"Mapping[str, {_PY.get(spec.values or 'string', 'str')} | None] | None"
         if spec.type == "list" and not spec.children:
-            return f"list[{_PY.get(spec.items or 'string', 'str')} | None] | None"
+            return f"Sequence[{_PY.get(spec.items or 'string', 'str')} | None] | None"
         name = _class_name(spec.path + ("[]" if spec.type == "list" else ""))
         fields = "\n".join(f"    {k}: {hint(v)}" for k, v in spec.children.items())
         what = f"One row of `{spec.path}`" if spec.type == "list" else f"`{spec.path}`"
@@ -153,3 +156,67 @@ def test_built_snapshots_hold_exactly_the_typed_keys(name: str) -> None:
     assert set(snap["probe"]) == _keys(ProbeInfo)
     assert set(snap["facts"]) == _keys(Facts) - derived_areas()  # trends: added by history
     assert set(snap["host"]) <= _keys(HostInfo)
+
+
+def test_every_parser_returns_its_areas_generated_type() -> None:
+    """Each collector's parse function is annotated with the area's type in facttypes.py (what mypy then checks
+    the parser's dicts against), never an untyped dict."""
+    from auditor.collect.collectors import COLLECTORS
+
+    facts = get_type_hints(Facts)
+    wrong = {area: get_type_hints(c.parse).get("return") for area, c in COLLECTORS.items()
+             if typing.Optional[get_type_hints(c.parse).get("return")] != facts[area]}  # noqa: UP045 - a hint object
+    assert wrong == {}
+
+
+def nonconforming(value: Any, hint: Any, path: str) -> list[str]:
+    """Where `value` is not what `hint` (a facttypes hint) allows: an undeclared key, a wrong scalar type."""
+    if value is None:
+        return []
+    args = [a for a in get_args(hint) if a is not type(None)] if _members(hint) & {type(None)} else [hint]
+    hint = args[0]
+    origin = get_origin(hint)
+    if typing.is_typeddict(hint):
+        if not isinstance(value, dict):
+            return [f"{path}: {type(value).__name__}, not an object"]
+        hints = get_type_hints(hint)
+        return ([f"{path}.{k}: not declared" for k in value if k not in hints]
+                + [p for k, v in value.items() if k in hints for p in nonconforming(v, hints[k], f"{path}.{k}")])
+    if origin in (list, Sequence):
+        if not isinstance(value, list):
+            return [f"{path}: {type(value).__name__}, not a list"]
+        return [p for i, v in enumerate(value) for p in nonconforming(v, get_args(hint)[0], f"{path}[{i}]")]
+    if origin is Mapping:
+        if not isinstance(value, dict):
+            return [f"{path}: {type(value).__name__}, not a map"]
+        return [p for k, v in value.items() for p in nonconforming(v, get_args(hint)[1], f"{path}.{k}")]
+    ok = isinstance(value, hint) and not (hint is int and isinstance(value, bool))
+    ok = ok or (hint is float and type(value) is int)
+    return [] if ok else [f"{path}: {value!r} is not {hint.__name__}"]
+
+
+def test_nonconforming_finds_an_undeclared_key_and_a_wrong_type() -> None:
+    hint = get_type_hints(Facts)["cgroups"]
+    assert nonconforming({"mode": "v2", "v2": [{"path": "/", "nr_descendants": 3}]}, hint, "cgroups") == []
+    assert nonconforming({"mode": 2, "v2": [{"path": "/", "nr_subsys_cpu": 1}], "memory": {"live": "7"}},
+                         hint, "cgroups") == ["cgroups.mode: 2 is not str", "cgroups.v2[0].nr_subsys_cpu: not declared",
+                                              "cgroups.memory.live: '7' is not int"]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PROBE.iterdir() if (p / "raw.txt").is_file()))
+def test_parsed_facts_hold_what_their_types_declare(name: str) -> None:
+    """The parsers' output on recorded probe runs, checked at run time against facttypes.py: the places mypy
+    cannot see (a row built from computed keys) hold only declared keys of declared types too."""
+    raw = (PROBE / name / "raw.txt").read_text()
+    snap = build_snapshot(HostSpec(name, "ssh://x"), CommandResult(stdout=raw, stderr="", exit_status=0), FIXTURE_NONCE)
+    facts = get_type_hints(Facts)
+    assert [p for area, value in snap["facts"].items() for p in nonconforming(value, facts[area], area)] == []
+    assert nonconforming(snap["host"], HostInfo, "host") == []
+
+
+@pytest.mark.parametrize("path", sorted((PROBE.parent / "snapshots").glob("*.json")), ids=lambda p: p.name)
+def test_saved_fleet_snapshots_hold_what_their_types_declare(path: Path) -> None:
+    snap = json.loads(path.read_text())
+    facts = get_type_hints(Facts)
+    assert [p for area, value in snap["facts"].items() for p in nonconforming(value, facts[area], area)] == []
+    assert nonconforming(snap["host"], HostInfo, "host") == []

@@ -14,7 +14,7 @@ import pytest
 
 from auditor.app import collect_hosts
 from auditor.aws.ssm import SSMSettings
-from auditor.models import HostSpec
+from auditor.models import HostSpec, TransportOptions
 from auditor.transport.base import DEFAULT_MAX_OUTPUT
 from auditor.transport.ssm_document import FOOTER, HEADER, decode_output
 from auditor.transport.ssm_s3 import read_object
@@ -99,7 +99,7 @@ def test_s3_gzip_bomb_gives_the_facts_before_the_cap_marked_truncated(aws: AwsSt
     aws.endpoint.add_instance("i-0000000000000b0b0", bomb_runner(recorded_document_output()))
     settings = SSMSettings(poll_interval_s=0.1, s3_bucket="audit-out", s3_prefix="bomb")
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    [result] = collect_hosts([HostSpec("bomb", "ssm://i-0000000000000b0b0", options={"ssm": settings})],
+    [result] = collect_hosts([HostSpec("bomb", "ssm://i-0000000000000b0b0", options=TransportOptions(ssm=settings))],
                              deadline_s=30)
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak_before
     assert grown < 512 * MiB, f"peak memory grew by {grown / MiB:.0f} MiB"  # 2 GiB were never allocated

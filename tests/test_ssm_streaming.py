@@ -20,7 +20,7 @@ from auditor.collect import framing
 from auditor.collect.probe import DEFAULT_BINARIES, probe_request
 from auditor.collect.snapshot import build_snapshot
 from auditor.errors import ProbeTimeout, TransportError, Unreachable
-from auditor.models import CommandResult, HostSpec
+from auditor.models import CommandResult, HostSpec, TransportOptions
 from auditor.transport.ssm import run_ssm_batch
 from auditor.transport.ssm_document import FOOTER, HEADER, decode_output
 from tests.framing_fixtures import FIXTURE_NONCE
@@ -65,7 +65,7 @@ def fleet(aws: AwsStandIns, replay: Replay, numbers: range, tag: str = "stream",
 
 
 def specs(ids: list[str], settings: SSMSettings) -> list[HostSpec]:
-    return [HostSpec(f"h-{i}", f"ssm://{i}", options={"ssm": settings, "ssm_ping": "Online"}) for i in ids]
+    return [HostSpec(f"h-{i}", f"ssm://{i}", options=TransportOptions(ssm=settings, ssm_ping="Online")) for i in ids]
 
 
 def test_replay_answers_with_the_instance_identity_and_the_commands_nonce(replay: Replay) -> None:

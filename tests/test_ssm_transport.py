@@ -18,7 +18,7 @@ from auditor.app import collect_hosts
 from auditor.aws.ssm import SSMSettings
 from auditor.collect import framing
 from auditor.collect.probe import DEFAULT_BINARIES
-from auditor.models import HostSpec
+from auditor.models import HostSpec, TransportOptions
 from auditor.transport.ssm_document import DOCUMENT_NAME, decode_output, document_json, wrapper_script
 from tests.framing_fixtures import FIXTURE_NONCE
 from tests.ssm_endpoint import AwsStandIns, canned_runner, local_runner
@@ -32,7 +32,7 @@ def iid(n: int) -> str:
 
 
 def spec(n: int, settings: SSMSettings = FAST, name: str | None = None) -> HostSpec:
-    return HostSpec(name or f"h{n}", f"ssm://{iid(n)}", options={"ssm": settings})
+    return HostSpec(name or f"h{n}", f"ssm://{iid(n)}", options=TransportOptions(ssm=settings))
 
 
 @pytest.fixture(scope="module")

@@ -4,32 +4,17 @@ have an agent answering (DescribeInstanceInformation). Shared by EC2 discovery a
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from ..options import SSM_DOCUMENT_NAME as DOCUMENT_NAME  # named once, in the neutral options
+from ..models import SSMSettings as SSMSettings  # re-exported: defined with the other settings a HostSpec holds
+from ..options import SSM_DOCUMENT_NAME
 from .api import pages
 
+DOCUMENT_NAME = SSM_DOCUMENT_NAME  # named once, in the neutral options
 RUN_SHELL_SCRIPT = "AWS-RunShellScript"
 MAX_IDS_PER_COMMAND = 50  # SendCommand's documented limit; botocore does not enforce it
 MAX_TARGET_KEYS = 5  # SendCommand Targets: ≤ 5 keys, ≤ 50 values each (botocore checks neither)
 MAX_TARGET_VALUES = 50
-
-
-@dataclass(frozen=True)
-class SSMSettings:
-    """How to reach instances through SSM. `document=None` means AWS-RunShellScript (explicit opt-in)."""
-
-    region: str | None = None
-    profile: str | None = None
-    document: str | None = DOCUMENT_NAME
-    s3_bucket: str | None = None
-    s3_prefix: str = "ami-auditor"
-    poll_interval_s: float = 1.0  # first poll; grows ×1.5 up to 5× this, each jittered ±30 %
-    # tag targets (("tag:KEY", (values…)), …): one SendCommand with Targets; () = InstanceIds batches
-    targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    max_concurrency: str = "50"  # Targets mode only: SSM's MaxConcurrency (N or N%)
-    max_errors: str = "10%"  # Targets mode only: SSM's MaxErrors (N or N%)
 
 
 def rate_count(value: str, total: int, at_least: int = 0) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from .parsers.binaries import parse_binaries
 from .parsers.cgroups import parse_cgroups
@@ -32,11 +31,11 @@ RC_OFFLINE = 5
 NOT_APPLICABLE_IMAGE = "not applicable to an unbooted image (runtime fact)"
 
 
-def _failed_rows(kind: str, key: str) -> Callable[[Any], list[str]]:
+def _failed_rows(kind: str, key: str) -> Callable[[object], list[str]]:
     """Reasons of the rows (one binary, one interface) whose collection failed: `KIND[NAME]: error`."""
-    def failed(value: Any) -> list[str]:
+    def failed(value: object) -> list[str]:
         rows = value.get(kind) if isinstance(value, dict) else value
-        return [f"{kind}[{row.get(key)}]: {row['error']}" for row in rows or ()
+        return [f"{kind}[{row.get(key)}]: {row['error']}" for row in (rows if isinstance(rows, list) else ())
                 if isinstance(row, dict) and row.get("error")]
     return failed
 
@@ -51,17 +50,17 @@ class Collector:
     area: str
     required: tuple[str, ...]
     optional: tuple[str, ...]
-    parse: Callable[..., Any]
+    parse: Callable[..., object]  # section texts in, the area's facts (facttypes.py) out
     unavailable: str = "not available on this host"
-    row_failures: Callable[[Any], list[str]] | None = None
+    row_failures: Callable[[object], list[str]] | None = None
 
 
 def _texts(sections: dict[str, Section], names: tuple[str, ...]) -> list[str]:
     return [sections[n].body if n in sections else "" for n in names]
 
 
-def _collector(area: str, parse: Callable[..., Any], unavailable: str = "not available on this host",
-               row_failures: Callable[[Any], list[str]] | None = None) -> Collector:
+def _collector(area: str, parse: Callable[..., object], unavailable: str = "not available on this host",
+               row_failures: Callable[[object], list[str]] | None = None) -> Collector:
     """A collector whose sections come from the one section list (section_list.py)."""
     required, optional = sections_for(area)
     return Collector(area, required, optional, parse, unavailable, row_failures)
@@ -95,7 +94,7 @@ class Collected:
     off, timed out, failed, tampered with, unparsable) — unlike a facility the host does not have or a
     runtime fact an image cannot have, which are answers, not failures."""
 
-    value: Any = None
+    value: object = None
     error: str | None = None
     failed: bool = False
     not_applicable: bool = False  # `error` says why the area does not apply (a runtime fact of an image)

@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
 
 from .. import SNAPSHOT_SCHEMA
 from ..models import SEVERITIES
@@ -45,11 +44,28 @@ class FactSpec:
     derived: bool = False  # published by history, never collected: absent means "no earlier scan", not unknown
 
 
-def _is_leaf(decl: Any) -> bool:
-    return isinstance(decl, dict) and isinstance(decl.get("type"), str)
+JSONSchema = dict[str, object]  # a JSON Schema document (or one of its subschemas)
 
 
-def _check(path: str, decl: dict[str, Any], volatile: bool) -> None:
+def _is_leaf(decl: dict[str, object]) -> bool:
+    return isinstance(decl.get("type"), str)
+
+
+def _text(decl: dict[str, object], key: str, path: str) -> str | None:
+    """A declaration's text setting (description, key, items, values, drift); None when not given."""
+    value = decl.get(key)
+    if value is not None and not isinstance(value, str):
+        raise SchemaError(f"facts.yaml: {path}: {key} must be text, not {type(value).__name__}")
+    return value
+
+
+def _mapping(value: object, path: str) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise SchemaError(f"facts.yaml: {path or '(root)'}: expected a mapping, not {type(value).__name__}")
+    return value
+
+
+def _check(path: str, decl: dict[str, object], volatile: bool) -> None:
     """One declaration's keys, type and drift level (SchemaError naming the path)."""
     where = f"facts.yaml: {path or '(root)'}"
     unknown = sorted(set(decl) - KEYS)
@@ -67,34 +83,33 @@ def _check(path: str, decl: dict[str, Any], volatile: bool) -> None:
         raise SchemaError(f"{where}: an object needs fields")
 
 
-def _build(path: str, decl: dict[str, Any], inherited_volatile: bool = False) -> FactSpec:
-    if not isinstance(decl, dict):
-        raise SchemaError(f"facts.yaml: {path or '(root)'}: expected a mapping, not {type(decl).__name__}")
+def _build(path: str, value: object, inherited_volatile: bool = False) -> FactSpec:
+    decl = _mapping(value, path)
     if not _is_leaf(decl):  # a plain group of fields
         group = {k: _build(f"{path}.{k}" if path else k, v, inherited_volatile) for k, v in decl.items()}
         return FactSpec(path, "object", volatile=inherited_volatile, children=group)
     volatile = bool(decl.get("volatile")) or inherited_volatile
     _check(path, decl, volatile)
-    kind = decl["type"]
+    kind = str(decl["type"])  # one of TYPES (_check)
     children: dict[str, FactSpec] = {}
     items = None
     if kind == "object":
-        children = {k: _build(f"{path}.{k}", v, volatile) for k, v in decl["fields"].items()}
+        children = {k: _build(f"{path}.{k}", v, volatile) for k, v in _mapping(decl["fields"], path).items()}
     elif kind == "list":
         if isinstance(decl.get("items"), dict):
-            children = {k: _build(f"{path}[].{k}", v, volatile) for k, v in decl["items"].items()}
+            children = {k: _build(f"{path}[].{k}", v, volatile) for k, v in _mapping(decl["items"], path).items()}
         else:
-            items = decl.get("items", "string")
+            items = _text(decl, "items", path) or "string"
     return FactSpec(
         path=path,
         type=kind,
-        description=decl.get("description", ""),
+        description=_text(decl, "description", path) or "",
         volatile=volatile,
-        key=decl.get("key"),
+        key=_text(decl, "key", path),
         items=items,
-        values=decl.get("values"),
+        values=_text(decl, "values", path),
         children=children,
-        drift=decl.get("drift"),
+        drift=_text(decl, "drift", path),
         derived=bool(decl.get("derived")),
     )
 
@@ -159,7 +174,7 @@ def is_volatile(path: str) -> bool:
     return bool(spec and spec.volatile)
 
 
-def _json_type(spec: FactSpec) -> dict[str, Any]:
+def _json_type(spec: FactSpec) -> JSONSchema:
     if spec.type in SCALARS:
         return {"type": [SCALARS[spec.type], "null"], "description": spec.description}
     if spec.type == "map":
@@ -170,7 +185,7 @@ def _json_type(spec: FactSpec) -> dict[str, Any]:
         }
     if spec.type == "list":
         if spec.children:
-            item: dict[str, Any] = {
+            item: JSONSchema = {
                 "type": "object",
                 "properties": {k: _json_type(v) for k, v in spec.children.items()},
             }
@@ -192,51 +207,52 @@ MAX_HOST_TEXT = MAX_LABEL_VALUE  # a host.* string (hostname, AZ…): some becom
 MAX_REASONS, MAX_AREA, MAX_REASON = 256, 128, 4096  # errors / not_applicable: entries, key, text
 
 
-def _reasons(description: str) -> dict[str, Any]:
+def _reasons(description: str) -> JSONSchema:
     return {"type": "object", "maxProperties": MAX_REASONS, "propertyNames": {"maxLength": MAX_AREA},
             "additionalProperties": {"type": "string", "maxLength": MAX_REASON}, "description": description}
 
 
-def _host_schema(spec: FactSpec) -> dict[str, Any]:
+def _host_schema(spec: FactSpec) -> JSONSchema:
     """host.*, its strings bounded: copied into labels, findings and every report of the host."""
-    doc = _json_type(spec)
-    for prop in doc["properties"].values():
-        if "string" in prop["type"]:
+    properties: dict[str, JSONSchema] = {}
+    for name, child in spec.children.items():
+        prop = properties[name] = _json_type(child)
+        if isinstance(kinds := prop["type"], list) and "string" in kinds:
             prop["maxLength"] = MAX_HOST_TEXT
-    return doc
+    return {"type": ["object", "null"], "properties": properties, "description": spec.description}
 
 
-def snapshot_json_schema() -> dict[str, Any]:
+def snapshot_json_schema() -> JSONSchema:
     """JSON Schema (draft 2020-12) of a snapshot document, generated from facts.yaml."""
     tree = fact_tree()
-    doc: dict[str, Any] = {
+    properties: dict[str, JSONSchema] = {
+        "schema": {"const": SNAPSHOT_SCHEMA},
+        # bounded: a name is copied into every finding, report and store row (a 20 MB name made 1.3 GB
+        # of reports). The collector's longest: an image root's path (PATH_MAX), EC2 tags (key 128,
+        # value 256 characters), an ssm:// or ssh:// target well under the target bound
+        "name": {"type": "string", "maxLength": MAX_NAME},
+        "target": {"type": "string", "maxLength": MAX_TARGET},
+        "labels": {"type": "object", "maxProperties": MAX_LABELS, "propertyNames": {"maxLength": MAX_LABEL_KEY},
+                   "additionalProperties": {"type": "string", "maxLength": MAX_LABEL_VALUE}},
+        "collected_at": {"type": "string", "format": "date-time"},
+        "probe": {"type": "object"},
+        "host": _host_schema(tree.children["host"]),
+        "facts": _json_type(tree.children["facts"]),
+        # bounded as the name is: a reason is copied into each finding a rule could not evaluate
+        "errors": _reasons("Fact areas (or the probe, its framing, its identity) that failed, with why"),
+        "not_applicable": _reasons("Fact areas that do not apply to this target (e.g. runtime facts of an "
+                                   "unbooted image), with why: not errors, not differences, not judged"),
+    }
+    if tuple(properties) != SNAPSHOT_KEYS:  # one list of top-level keys (snapshotdoc.py)
+        raise SchemaError(f"snapshot properties {list(properties)} are not SNAPSHOT_KEYS {list(SNAPSHOT_KEYS)}")
+    return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SNAPSHOT_SCHEMA,
         "title": "ami-auditor snapshot",
         "type": "object",
         "required": list(REQUIRED_KEYS),
-        "properties": {
-            "schema": {"const": SNAPSHOT_SCHEMA},
-            # bounded: a name is copied into every finding, report and store row (a 20 MB name made 1.3 GB
-            # of reports). The collector's longest: an image root's path (PATH_MAX), EC2 tags (key 128,
-            # value 256 characters), an ssm:// or ssh:// target well under the target bound
-            "name": {"type": "string", "maxLength": MAX_NAME},
-            "target": {"type": "string", "maxLength": MAX_TARGET},
-            "labels": {"type": "object", "maxProperties": MAX_LABELS, "propertyNames": {"maxLength": MAX_LABEL_KEY},
-                       "additionalProperties": {"type": "string", "maxLength": MAX_LABEL_VALUE}},
-            "collected_at": {"type": "string", "format": "date-time"},
-            "probe": {"type": "object"},
-            "host": _host_schema(tree.children["host"]),
-            "facts": _json_type(tree.children["facts"]),
-            # bounded as the name is: a reason is copied into each finding a rule could not evaluate
-            "errors": _reasons("Fact areas (or the probe, its framing, its identity) that failed, with why"),
-            "not_applicable": _reasons("Fact areas that do not apply to this target (e.g. runtime facts of an "
-                                       "unbooted image), with why: not errors, not differences, not judged"),
-        },
+        "properties": properties,
     }
-    if tuple(doc["properties"]) != SNAPSHOT_KEYS:  # one list of top-level keys (snapshotdoc.py)
-        raise SchemaError(f"snapshot properties {list(doc['properties'])} are not SNAPSHOT_KEYS {list(SNAPSHOT_KEYS)}")
-    return doc
 
 
 _HOT: dict[str, bool] = {}

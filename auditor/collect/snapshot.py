@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import cast
 
 from .. import SNAPSHOT_SCHEMA
 from ..models import CommandResult, HostSpec
@@ -101,7 +101,7 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
     errors = _trust_errors(result, sections, done, instance_id)
     if confined := confinement_error(sections):  # image:// only: links out of the root, refused reads
         errors["image"] = confined
-    facts: dict[str, Any] = {}
+    facts: dict[str, object] = {}  # area → its parser's facttypes value (or None)
     failed: list[str] = []
     not_applicable: dict[str, str] = {}
     for area, collector in COLLECTORS.items():

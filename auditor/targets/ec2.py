@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from ..aws.api import clients as aws_clients
 from ..aws.api import pages, request_error
 from ..aws.ssm import MAX_TARGET_KEYS, MAX_TARGET_VALUES, SSMSettings, ping_statuses
 from ..errors import InputError, TransportError
-from ..models import HostSpec, SSHOptions
+from ..models import HostSpec, SSHOptions, TransportOptions
 
 SERVER_FILTERS = (
     "image-id", "instance-state-name", "instance-type", "instance-id", "tag-key", "tag-value", "vpc-id",
@@ -75,9 +75,37 @@ class Discovery:
     page_size: int | None = 1000
 
 
-def server_filters(filters: tuple[Ec2Filter, ...]) -> list[dict[str, Any]]:
+class Filter(TypedDict):
+    """A DescribeInstances filter."""
+
+    Name: str
+    Values: list[str]
+
+
+class Tag(TypedDict, total=False):
+    Key: str
+    Value: str
+
+
+class Placement(TypedDict, total=False):
+    AvailabilityZone: str
+
+
+class Instance(TypedDict, total=False):
+    """A DescribeInstances instance: the fields discovery reads, by AWS's names."""
+
+    InstanceId: str
+    ImageId: str
+    InstanceType: str
+    Placement: Placement
+    Tags: list[Tag]
+    PrivateIpAddress: str
+    PublicIpAddress: str
+
+
+def server_filters(filters: tuple[Ec2Filter, ...]) -> list[Filter]:
     """The DescribeInstances filters; instance state defaults to running."""
-    out = [{"Name": f.name, "Values": list(f.values)} for f in filters if not f.client_side]
+    out: list[Filter] = [{"Name": f.name, "Values": list(f.values)} for f in filters if not f.client_side]
     if not any(f.name == "instance-state-name" for f in filters):
         out.append({"Name": "instance-state-name", "Values": ["running"]})
     return out
@@ -104,8 +132,7 @@ def tag_targets(filters: tuple[Ec2Filter, ...]) -> tuple[tuple[str, tuple[str, .
     return tags
 
 
-def describe_instances(ec2: Any, filters: list[dict[str, Any]],
-                       page_size: int | None = None) -> Iterator[dict[str, Any]]:
+def describe_instances(ec2: Any, filters: list[Filter], page_size: int | None = None) -> Iterator[Instance]:
     """Every instance matching `filters`, page by page as they are read: a caller keeps only what it needs
     of each (a parsed description is ~9 KB even as moto renders it; 100,000 of them held at once were ~0.9 GB,
     what `discover` keeps of each is ~2 KB)."""
@@ -123,11 +150,11 @@ def az_ids(ec2: Any) -> dict[str, str]:
     return {z["ZoneName"]: z["ZoneId"] for z in zones if z.get("ZoneId")}
 
 
-def _tags(instance: dict[str, Any]) -> dict[str, str]:
+def _tags(instance: Instance) -> dict[str, str]:
     return {t["Key"]: t.get("Value", "") for t in instance.get("Tags") or []}
 
 
-def labels_of(instance: dict[str, Any], zone_ids: dict[str, str], region: str) -> dict[str, str]:
+def labels_of(instance: Instance, zone_ids: dict[str, str], region: str) -> dict[str, str]:
     """az, az_id, ami_id, instance_type, instance_id, region and the instance's tags."""
     az = (instance.get("Placement") or {}).get("AvailabilityZone", "")
     labels = {"az": az, "az_id": zone_ids.get(az, ""), "ami_id": instance.get("ImageId", ""),
@@ -154,7 +181,7 @@ class Found:
     public_ip: str = ""
 
 
-def found(instance: dict[str, Any], zone_ids: dict[str, str], region: str) -> Found:
+def found(instance: Instance, zone_ids: dict[str, str], region: str) -> Found:
     return Found(instance["InstanceId"], labels_of(instance, zone_ids, region), _tags(instance).get("Name", ""),
                  instance.get("PrivateIpAddress") or "", instance.get("PublicIpAddress") or "")
 
@@ -195,7 +222,7 @@ def discover(d: Discovery, clients: tuple[Any, Any] | None = None) -> tuple[list
             state = ping.get(iid, "NotManaged")
             labels["ssm_ping"] = state
             specs.append(HostSpec(names[iid], f"ssm://{iid}?region={region}", labels,
-                                  options={"region": region, "ssm": settings, "ssm_ping": state}))
+                                  options=TransportOptions(region=region, ssm=settings, ssm_ping=state)))
             continue
         address = f.private_ip if d.ssh_address == "private" else f.public_ip
         if not address:

@@ -27,7 +27,7 @@ from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from ..errors import InputError
 from ..inputschema import Form, check
-from ..models import HostSpec, SSHOptions
+from ..models import NO_TRANSPORT_OPTIONS, HostSpec, SSHOptions, TransportOptions
 from ..yamlload import as_text, line_of, load_yaml_file
 
 # hosts are named by `name` in messages; string values are never echoed (a user or jump host may hold a password)
@@ -136,11 +136,11 @@ def canonical_target(target: str) -> str:
     return f"{scheme.lower()}{sep}{rest}" if sep and scheme.isascii() and scheme.isalpha() else target
 
 
-def parse_target(target: str) -> tuple[str, dict[str, Any]]:
+def parse_target(target: str) -> tuple[str, TransportOptions]:
     """Check a target URL; return its default host name and transport options.
 
     `local` → "local"; `ssh://[user@]host[:port]` → host (host:port off port 22); `ssm://i-…[?region=…]` → instance id
-    (options: region); `image:///abs/path` → the path (options: path); `ami://ami-…[?region=…]` → the AMI
+    (options: region); `image:///abs/path` → the path (options: image_root); `ami://ami-…[?region=…]` → the AMI
     id (options: region). Raises InputError (no file).
     Control characters are refused everywhere (urlsplit would drop a newline silently), passwords in
     `ssh://user:password@host` are refused, and no message ever contains a password.
@@ -148,7 +148,7 @@ def parse_target(target: str) -> tuple[str, dict[str, Any]]:
     if not isinstance(target, str) or not target:
         raise InputError("target must be a non-empty string")
     if target == "local":
-        return "local", {}
+        return "local", NO_TRANSPORT_OPTIONS
     shown = safe_target(target)
     if _CONTROL.search(target):
         raise InputError(f"bad target {shown}: control characters (newline, tab, …) are not allowed")
@@ -158,13 +158,13 @@ def parse_target(target: str) -> tuple[str, dict[str, Any]]:
     except ValueError as exc:
         raise InputError(f"bad target {shown}: {exc}") from None
     if parts.scheme == "ssh":
-        return _ssh_target(target, shown), {}
+        return _ssh_target(target, shown), NO_TRANSPORT_OPTIONS
     if parts.scheme in ("ssm", "ami"):
         pattern, example = ((_INSTANCE_ID, "ssm://i-0123456789abcdef0") if parts.scheme == "ssm"
                             else (_AMI_ID, "ami://ami-0123456789abcdef0"))
         if not pattern.match(parts.netloc) or parts.path not in ("", "/") or parts.fragment:
             raise InputError(f"bad {parts.scheme} target {shown}: use {example}[?region=us-east-1]")
-        options: dict[str, Any] = {}
+        region: str | None = None
         try:
             query = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
         except ValueError:
@@ -174,11 +174,11 @@ def parse_target(target: str) -> tuple[str, dict[str, Any]]:
                 raise InputError(f"unknown option {key!r} in {parts.scheme} target {shown} (only region)")
             if not _REGION.match(value):
                 raise InputError(f"bad region {value!r} in {parts.scheme} target {shown}")
-            options["region"] = value
-        return parts.netloc, options
+            region = value
+        return parts.netloc, TransportOptions(region=region)
     if parts.scheme == "image":
         path = _image_target(parts, shown)
-        return path, {"path": path}
+        return path, TransportOptions(image_root=path)
     raise InputError(f"unknown target {shown}: {usage}{_target_hint(target)}")
 
 
@@ -200,8 +200,8 @@ def targets_from_args(targets: list[str], check_paths: bool = False) -> list[Hos
     seen: dict[str, str] = {}
     for target in map(canonical_target, targets):
         name, options = parse_target(target)
-        if check_paths and "path" in options:
-            check_image_root(options["path"], target)
+        if check_paths and options.image_root is not None:
+            check_image_root(options.image_root, target)
         if name in seen and target.startswith("ssh://"):
             parts = urlsplit(target)
             name = f"{parts.hostname}:{parts.port or 22}"
@@ -256,12 +256,12 @@ class _Inventory:
             out.append((spec, line_of(host, "name" if "name" in host else "target")))
         return out
 
-    def host(self, host: dict, index: int, base_ssh: dict[str, Any], base_labels: dict[str, str]) -> HostSpec:
+    def host(self, host: dict[str, Any], index: int, base_ssh: dict[str, Any], base_labels: dict[str, str]) -> HostSpec:
         """One host entry (its shape checked by the schema): the target parsed, defaults merged."""
         try:
             _, options = parse_target(host["target"])
-            if self.check_paths and "path" in options:
-                check_image_root(options["path"], host["target"])
+            if self.check_paths and options.image_root is not None:
+                check_image_root(options.image_root, host["target"])
         except InputError as exc:
             raise self.fail(exc.message, host, "target") from None
         ssh = {**base_ssh, **self.ssh_fields(host.get("ssh"), f"hosts[{index}].ssh")}
@@ -272,7 +272,7 @@ class _Inventory:
         return HostSpec(name=host["name"], target=canonical_target(host["target"]), labels=labels,
                         ssh=SSHOptions(**ssh), options=options)
 
-    def labels(self, value: dict | None) -> dict[str, str]:
+    def labels(self, value: dict[str, Any] | None) -> dict[str, str]:
         """Labels as text; a key YAML read as a number or boolean (JSON would see text) is refused, and so is a
         value YAML read as a number other than its text (`010` is 8: yamlload.as_text)."""
         for k in value or {}:
@@ -280,7 +280,7 @@ class _Inventory:
                 raise self.fail(f"label name {k!r} must be a string", value, k)
         return {k: as_text(value, k, self.file, f"label {k}") for k in value or {}}
 
-    def ssh_fields(self, value: dict | None, what: str) -> dict[str, Any]:
+    def ssh_fields(self, value: dict[str, Any] | None, what: str) -> dict[str, Any]:
         """SSHOptions fields present in `value` (only those given, for merging): paths resolved, no passwords."""
         out: dict[str, Any] = {}
         for k, v in (value or {}).items():

@@ -13,9 +13,8 @@ from functools import cache
 from importlib import resources
 from urllib.parse import urlsplit
 
-from ..aws.ssm import SSMSettings
 from ..errors import InputError
-from ..models import AmiSettings, HostSpec, SSHOptions
+from ..models import AmiSettings, HostSpec, SSHOptions, SSMSettings
 from ..options import AwsOptions, TargetOptions
 from .ec2 import BUILTIN_LABELS, Discovery, discover, tag_targets
 from .inventory import inventory_hosts, safe_target, targets_from_args
@@ -65,7 +64,7 @@ def discovered_hosts(aws: AwsOptions, notes: list[str] | None = None) -> list[Ho
 def with_ssm_settings(specs: list[HostSpec], aws: AwsOptions) -> list[HostSpec]:
     """Give every ssm:// target from the command line or an inventory this run's SSM settings."""
     settings = ssm_settings(aws)
-    return [replace(s, options={**s.options, "ssm": s.options.get("ssm") or settings})
+    return [replace(s, options=replace(s.options, ssm=s.options.ssm or settings))
             if s.target.startswith("ssm://") else s for s in specs]
 
 
@@ -74,7 +73,7 @@ def with_ami_settings(specs: list[HostSpec], aws: AwsOptions) -> list[HostSpec]:
     if not any(s.target.startswith("ami://") for s in specs):
         return specs
     settings = AmiSettings(region=aws.region, profile=aws.profile, az=aws.az, attach_to=aws.attach_to)
-    return [replace(s, options={**s.options, "ami": s.options.get("ami") or settings})
+    return [replace(s, options=replace(s.options, ami=s.options.ami or settings))
             if s.target.startswith("ami://") else s for s in specs]
 
 

@@ -202,8 +202,8 @@ class AmiTransport:
 
     def __init__(self, spec: HostSpec):
         self.spec = spec
-        self.settings: AmiSettings = spec.options.get("ami") or AmiSettings()
-        self.region: str | None = spec.options.get("region") or self.settings.region
+        self.settings: AmiSettings = spec.options.ami or AmiSettings()
+        self.region: str | None = spec.options.region or self.settings.region
 
     def run(
         self,

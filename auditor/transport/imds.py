@@ -39,7 +39,8 @@ def _endpoint() -> str:
 
 def _call(opener: urllib.request.OpenerDirector, request: urllib.request.Request) -> str:
     with opener.open(request, timeout=TIMEOUT_S) as response:
-        return response.read(MAX_ANSWER + 1).decode("ascii", "replace")
+        answer: bytes = response.read(MAX_ANSWER + 1)
+        return answer.decode("ascii", "replace")
 
 
 def placement() -> Placement:

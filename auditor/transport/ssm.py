@@ -33,10 +33,9 @@ from .ssm_send import Sender
 
 
 def settings_of(spec: HostSpec) -> SSMSettings:
-    """The spec's SSM settings (HostSpec.options["ssm"]), with a target's `?region=` winning."""
-    base = spec.options.get("ssm")
-    base = base if isinstance(base, SSMSettings) else SSMSettings()
-    region = spec.options.get("region")
+    """The spec's SSM settings (TransportOptions.ssm), with a target's `?region=` winning."""
+    base = spec.options.ssm or SSMSettings()
+    region = spec.options.region
     return replace(base, region=region) if region and region != base.region else base
 
 
@@ -117,8 +116,7 @@ def run_ssm_batch(specs: list[HostSpec], request: ProbeRequest, deadline_s: floa
         by_id: dict[str, list[int]] = {}
         for i in indexes:
             by_id.setdefault(instance_id_of(specs[i]), []).append(i)
-        known = {iid: specs[ix[0]].options["ssm_ping"] for iid, ix in by_id.items()
-                 if specs[ix[0]].options.get("ssm_ping")}
+        known = {iid: ping for iid, ix in by_id.items() if (ping := specs[ix[0]].options.ssm_ping)}
         left = set(by_id)
         try:
             batch = SSMBatch(settings, request, deadline_s)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from ..errors import AuthFailed, ProbeTimeout, TransportError, Unreachable
 from ..models import CommandResult
@@ -23,6 +23,46 @@ TERMINAL = {"success", "cancelled", "timedout", "failed"}
 MAX_S3_OUTPUT_BYTES = 32 * 1024 * 1024  # bytes of an S3 output object read at most (the rest is never fetched)
 ERROR_MARK = "\n----------ERROR-------\n"  # how the agent joins a plugin's stdout and stderr in `Output`
 _ELAPSED = re.compile(r"^PT(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?$")
+
+
+class Invocation(TypedDict, total=False):
+    """GetCommandInvocation's answer: the fields read here, by AWS's names (botocore parses them to these types;
+    a listed row without a status, reshaped by from_row, has None)."""
+
+    Status: str | None
+    StatusDetails: str | None
+    ResponseCode: int
+    StandardOutputContent: str
+    StandardErrorContent: str
+    ExecutionElapsedTime: str
+    StandardOutputUrl: str
+
+
+class Plugin(TypedDict, total=False):
+    """One `CommandPlugins` entry of a ListCommandInvocations row (Details=True)."""
+
+    Output: str
+    ResponseCode: int
+    ResponseStartDateTime: datetime
+    ResponseFinishDateTime: datetime
+    StandardOutputUrl: str
+
+
+class InvocationRow(TypedDict, total=False):
+    """A ListCommandInvocations row: the fields read here."""
+
+    InstanceId: str
+    Status: str
+    StatusDetails: str
+    CommandPlugins: list[Plugin]
+
+
+class CommandInfo(TypedDict, total=False):
+    """A ListCommands `Commands` entry: the fields read here."""
+
+    Status: str
+    StatusDetails: str
+    TargetCount: int
 
 
 @dataclass(frozen=True)
@@ -40,7 +80,7 @@ def norm(text: str | None) -> str:
     return (text or "").replace(" ", "").lower()
 
 
-def terminal(inv: dict[str, Any]) -> bool:
+def terminal(inv: Invocation | InvocationRow) -> bool:
     return norm(inv.get("Status")) in TERMINAL
 
 
@@ -53,10 +93,10 @@ def elapsed_s(text: str | None) -> float:
     return h * 3600 + mi * 60 + s
 
 
-def from_row(row: dict[str, Any]) -> dict[str, Any]:
+def from_row(row: InvocationRow) -> Invocation:
     """A ListCommandInvocations row (Details=True) in GetCommandInvocation's shape. Its plugin `Output`
     keeps only 2,500 characters (stdout, then the agent's ERROR mark and stderr)."""
-    plugin = (row.get("CommandPlugins") or [{}])[0]
+    plugin: Plugin = (row.get("CommandPlugins") or [{}])[0]
     out, _, err = str(plugin.get("Output") or "").partition(ERROR_MARK)
     started, finished = plugin.get("ResponseStartDateTime"), plugin.get("ResponseFinishDateTime")
     took = (finished - started).total_seconds() if isinstance(started, datetime) and isinstance(finished, datetime) \
@@ -67,7 +107,7 @@ def from_row(row: dict[str, Any]) -> dict[str, Any]:
             "StandardOutputUrl": plugin.get("StandardOutputUrl") or ""}
 
 
-def status_error(inv: dict[str, Any]) -> TransportError | None:
+def status_error(inv: Invocation) -> TransportError | None:
     """Map a terminal invocation that produced no usable output to a host status; AWS's detail kept."""
     status, details, code = inv.get("Status"), inv.get("StatusDetails"), inv.get("ResponseCode")
     stderr = (inv.get("StandardErrorContent") or "").strip()
@@ -108,7 +148,7 @@ def result_of(decoded: Decoded, stderr: str = "", duration_s: float = 0.0) -> Co
                          duration_s=duration_s, truncated=decoded.truncated)
 
 
-def outcome(inv: dict[str, Any], reading: Reading, s3_text: str | None = None, s3_capped: bool = False,
+def outcome(inv: Invocation, reading: Reading, s3_text: str | None = None, s3_capped: bool = False,
             note: str = "") -> Outcome:
     """The host outcome of a terminal invocation; `s3_text`: its full stdout read from S3 (else the
     invocation's own, cut at 24,000 characters); `note`: a remark for stderr (e.g. why S3 was not read)."""

@@ -31,7 +31,21 @@ from ..aws.ssm import SSMSettings
 from ..errors import ProbeTimeout, TransportError, Unreachable
 from ..models import CommandResult
 from ..workers import DaemonExecutor
-from .ssm_output import TERMINAL, Outcome, Reading, complete, elapsed_s, from_row, norm, outcome, result_of, terminal
+from .ssm_output import (
+    TERMINAL,
+    CommandInfo,
+    Invocation,
+    InvocationRow,
+    Outcome,
+    Reading,
+    complete,
+    elapsed_s,
+    from_row,
+    norm,
+    outcome,
+    result_of,
+    terminal,
+)
 from .ssm_s3 import (
     DOCUMENT_STEPS,
     RUN_SHELL_SCRIPT_STEPS,
@@ -160,7 +174,7 @@ class Poller:
                 if command is not None and norm(command.get("Status")) in TERMINAL:
                     yield from ((iid, self.never_invoked(sent, command)) for iid in sorted(sent.ids))
 
-    def listed_page(self, sent: Sent, rows: list[dict[str, Any]], pool: Executor) -> Iterator[tuple[str, Outcome]]:
+    def listed_page(self, sent: Sent, rows: list[InvocationRow], pool: Executor) -> Iterator[tuple[str, Outcome]]:
         """Outcomes of one listed page: whole listed outputs at once, the rest fetched (bounded, parallel)."""
         fetch: list[str] = []
         for row in rows:
@@ -183,7 +197,7 @@ class Poller:
     def fetch(self, command_id: str, instance_id: str, note: str = "") -> Outcome | None:
         """The instance's outcome from GetCommandInvocation, or None when SSM does not show it (finished) yet."""
         try:
-            inv = self.ssm.get_command_invocation(CommandId=command_id, InstanceId=instance_id)
+            inv: Invocation = self.ssm.get_command_invocation(CommandId=command_id, InstanceId=instance_id)
         except Exception as exc:  # noqa: BLE001
             code, message = error_code(exc)
             if code in THROTTLING:
@@ -264,7 +278,7 @@ class Poller:
             took = (obj.written - sent.sent_at).total_seconds() if obj.written else 0.0
             yield obj.instance_id, result_of(whole, "", max(0.0, took))
 
-    def settle(self, sent: Sent, command: dict[str, Any],
+    def settle(self, sent: Sent, command: CommandInfo,
                objects: dict[str, OutputObject]) -> Iterator[tuple[str, Outcome]]:
         """The command is done: every instance still awaited gets its status from one listing with details."""
         rows = self.awaited_rows(sent)
@@ -281,9 +295,9 @@ class Poller:
                 if result is not None:
                     yield iid, result
 
-    def awaited_rows(self, sent: Sent) -> dict[str, dict[str, Any]] | None:
+    def awaited_rows(self, sent: Sent) -> dict[str, InvocationRow] | None:
         """The awaited instances' rows of one invocation listing with details (None when it failed)."""
-        rows: dict[str, dict[str, Any]] = {}
+        rows: dict[str, InvocationRow] = {}
         each = [{"InstanceId": iid} for iid in sorted(sent.ids)] if len(sent.ids) <= FEW else [{}]
         try:  # a few stragglers of a big command: one call each, not every page of the command
             for page in (p for one in each for p in pages(self.ssm, "list_command_invocations",
@@ -303,7 +317,7 @@ class Poller:
         now = time.monotonic()
         return min(max(sent.deadline, now + LAST_READ_S), now + max(2.0, min(READ_BUDGET_S, self.deadline_s / 2)))
 
-    def settled(self, sent: Sent, iid: str, inv: dict[str, Any], obj: OutputObject | None) -> Outcome | None:
+    def settled(self, sent: Sent, iid: str, inv: Invocation, obj: OutputObject | None) -> Outcome | None:
         """A finished instance without a whole output: its S3 object (listed, or where SSM says it wrote
         it) read with its status; unreadable, too slow or never written → SSM's own 24,000 characters,
         saying why."""
@@ -327,16 +341,17 @@ class Poller:
 
     # -- the command as a whole ---------------------------------------------------------------------
 
-    def command(self, command_id: str) -> dict[str, Any] | None:
+    def command(self, command_id: str) -> CommandInfo | None:
         """ListCommands for one command (None when it cannot be read now: the deadline still applies)."""
         try:
             [command] = self.ssm.list_commands(CommandId=command_id)["Commands"]
         except Exception as exc:  # noqa: BLE001
             self.poll_error = "{}: {}".format(*error_code(exc))
             return None
-        return dict(command)
+        info: CommandInfo = command
+        return info
 
-    def never_invoked(self, sent: Sent, command: dict[str, Any]) -> Outcome:
+    def never_invoked(self, sent: Sent, command: CommandInfo) -> Outcome:
         """A tag-targeted instance SSM did not invoke although the command is terminal: unreachable."""
         shown = " ".join(f"{k}={','.join(v)}" for k, v in self.settings.targets)
         return Unreachable(f"SSM never ran command {sent.command_id} on this instance: it was not among the "

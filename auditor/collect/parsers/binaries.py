@@ -6,9 +6,9 @@ the probe prints each once and folds newlines in host values, so only a forgery 
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import urlsplit
 
+from ...facttypes import BinariesRow, BinariesRowEvidenceRow
 from ..sections import TamperedOutput, blocks, to_int
 
 _SOURCES = ("package", "exec", "none")
@@ -16,9 +16,9 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SIDE_FILES = (".sha256", ".sha256sum", ".sha512", ".md5", ".asc", ".sig")
 
 
-def _source(evidence: list[dict[str, str]]) -> str | None:
+def _source(evidence: list[BinariesRowEvidenceRow]) -> str | None:
     """The download URL of the binary itself (not its checksum or signature), newest evidence last."""
-    urls = [e["url"] for e in evidence if not e["url"].endswith(_SIDE_FILES)]
+    urls = [url for e in evidence if (url := e.get("url")) and not url.endswith(_SIDE_FILES)]
     return urls[-1] if urls else None
 
 
@@ -31,10 +31,10 @@ def _dpkg_owner(field: str) -> str | None:
     return first.split(":", 1)[0] or None
 
 
-def _fields(header: str, lines: list[str]) -> tuple[dict[str, str], list[dict[str, str]], list[str]]:
+def _fields(header: str, lines: list[str]) -> tuple[dict[str, str], list[BinariesRowEvidenceRow], list[str]]:
     """One binary's `key=value` lines: (fields, download-URL evidence, the `failed=` reasons)."""
     fields: dict[str, str] = {}
-    evidence: list[dict[str, str]] = []
+    evidence: list[BinariesRowEvidenceRow] = []
     failures: list[str] = []  # what could not be read for this binary (the probe's or image reader's `failed=`)
     for line in lines:
         key, _, value = line.partition("=")
@@ -52,7 +52,7 @@ def _fields(header: str, lines: list[str]) -> tuple[dict[str, str], list[dict[st
     return fields, evidence, failures
 
 
-def _binary(header: str, lines: list[str]) -> dict[str, Any]:
+def _binary(header: str, lines: list[str]) -> BinariesRow:
     fields, evidence, failures = _fields(header, lines)
     name = header.rsplit("/", 1)[-1]
     if fields.get("found") != "1":
@@ -103,5 +103,6 @@ def _binary(header: str, lines: list[str]) -> dict[str, Any]:
     }
 
 
-def parse_binaries(text: str) -> list[dict[str, Any]]:
-    return sorted((_binary(h, lines) for h, lines in blocks(text, unique=True)), key=lambda b: b["name"])
+def parse_binaries(text: str) -> list[BinariesRow]:
+    return sorted((_binary(h, lines) for h, lines in blocks(text, unique=True)),
+                  key=lambda b: b.get("name") or "")  # every row is named

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import cast
 
+from ...facttypes import Cgroups, CgroupsControllersRow, CgroupsMemory, CgroupsV2Row
 from ..sections import UnparsableOutput, blocks, kv_lines, subsections, to_int
 
 _FSTYPE = re.compile(r"^[a-z0-9_/]{1,32}$")  # tmpfs, cgroup2fs, cgroup
@@ -30,16 +31,16 @@ def _proc_cgroups(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def _v2_stats(text: str) -> list[dict[str, Any]]:
-    rows = []
+def _v2_stats(text: str) -> list[CgroupsV2Row]:
+    rows: list[CgroupsV2Row] = []
     for header, lines in blocks(text):  # `@ cgroup.stat` (the root), `@ system.slice/cgroup.stat`, …
         path = header.removesuffix("cgroup.stat").rstrip("/") if header.endswith("cgroup.stat") else header
         stat = {k: to_int(v) for k, v in kv_lines("\n".join(lines), sep=" ").items()}
-        rows.append({"path": path or "/", **stat})
+        rows.append(cast(CgroupsV2Row, {"path": path or "/", **stat}))  # the counters the kernel printed
     return rows
 
 
-def parse_cgroups(text: str) -> dict[str, Any]:
+def parse_cgroups(text: str) -> Cgroups:
     parts = subsections(text)
     head = kv_lines(parts.get("", ""))
     for key in ("fstype", "unified_fstype"):  # `stat -fc %T` prints one file system type name, or nothing
@@ -51,13 +52,14 @@ def parse_cgroups(text: str) -> dict[str, Any]:
     if junk := [k for k, v in live.items() if v is None or (proc and k not in proc)]:
         # the walk prints `CONTROLLER COUNT` for the controllers /proc/cgroups lists, nothing else
         raise UnparsableOutput(f"cgroup directory walk printed {junk[0][:60]!r}, not a controller count")
-    controllers = []
+    controllers: list[CgroupsControllersRow] = []
     for name, row in sorted(proc.items()):
         n_live = live.get(name)
         dying = max(row["num_cgroups"] - n_live, 0) if n_live is not None and row["hierarchy"] else None
-        controllers.append({"name": name, **row, "live": n_live, "dying": dying})
+        controllers.append({"name": name, "hierarchy": row["hierarchy"], "num_cgroups": row["num_cgroups"],
+                            "enabled": row["enabled"], "live": n_live, "dying": dying})
     v2 = _v2_stats(parts.get("v2_stat", ""))
-    memory: dict[str, Any] = {"num_cgroups": None, "live": None, "dying": None, "source": None}
+    memory: CgroupsMemory = {"num_cgroups": None, "live": None, "dying": None, "source": None}
     mem_row = proc.get("memory")
     total, live_memcgs = (mem_row["num_cgroups"], live.get("memory")) if mem_row else (None, None)
     if mode != "v2" and mem_row and mem_row["hierarchy"] and total is not None:
@@ -75,7 +77,7 @@ def parse_cgroups(text: str) -> dict[str, Any]:
             dying_n = root["nr_dying_subsys_memory"]
             source = "nr_dying_subsys_memory"
         else:  # descendants plus the root itself; a file without the key (cut, or a future kernel): unknown
-            live_n = root["nr_descendants"] + 1 if root.get("nr_descendants") is not None else None
+            live_n = descendants + 1 if (descendants := root.get("nr_descendants")) is not None else None
             dying_n = root.get("nr_dying_descendants")
             source = "nr_dying_descendants"
         memory = {

@@ -7,8 +7,7 @@ not read (`failed=`) is that row's error, which fails the area.
 
 from __future__ import annotations
 
-from typing import Any
-
+from ...facttypes import Config
 from .config_kube import cni, containerd, docker, kubelet, kubelet_flags
 from .config_system import (
     apt_periodic,
@@ -24,7 +23,7 @@ from .config_system import (
 from .config_text import File, read_files
 
 
-def parse_config(text: str) -> dict[str, Any]:
+def parse_config(text: str) -> Config:
     files, extra = read_files(text)
 
     def of(kind: str) -> list[File]:
@@ -33,7 +32,7 @@ def parse_config(text: str) -> dict[str, Any]:
     declared, declared_in = sysctl_declared(of("sysctl"))
     unit_rows = units(of("unit"))
     kubelet_facts = kubelet(files, kubelet_flags(files, unit_rows))
-    facts = {
+    facts: Config = {
         "sysctl_declared": declared,
         "sysctl_declared_in": declared_in,
         "networkd": networkd(of("networkd")),
@@ -44,7 +43,7 @@ def parse_config(text: str) -> dict[str, Any]:
         "containerd": containerd(of("containerd")),
         "docker": docker(files),
         "kubelet": kubelet_facts,
-        "units": [{k: v for k, v in r.items() if not k.startswith("_")} for r in unit_rows],
+        "units": [r.row() for r in unit_rows],
         "resolv_conf": resolv(files, extra.get("resolv_link")),
         "cni": cni(files),
         "modules_load": modules_load(files),

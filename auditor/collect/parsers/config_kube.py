@@ -8,15 +8,16 @@ import posixpath
 import re
 import shlex
 from fnmatch import fnmatchcase
-from typing import Any
 
+from ...facttypes import ConfigCni, ConfigContainerd, ConfigDocker, ConfigKubelet
 from ..config_files import KUBELET_DEFAULTS
+from .config_system import UnitConfig
 from .config_text import SCALARS, File, as_text, boolean, deep_merge, dig, json_doc, toml_doc, yaml_doc
 
 
 # --- containerd ------------------------------------------------------------------------------------------
-def containerd(files: list[File]) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": None, "version": None, "systemd_cgroup": None, "default_runtime_name": None,
+def containerd(files: list[File]) -> ConfigContainerd:
+    out: ConfigContainerd = {"path": None, "version": None, "systemd_cgroup": None, "default_runtime_name": None,
                            "runtimes": [], "enable_cdi": None}
     main = next((f for f in files if f.path == "/etc/containerd/config.toml"), None)
     if main is None:
@@ -25,24 +26,26 @@ def containerd(files: list[File]) -> dict[str, Any]:
     doc = toml_doc(main)
     if doc is None:
         return out
-    imports = [str(i) for i in doc.get("imports") or [] if isinstance(i, str)]
+    listed = doc.get("imports")
+    imports = [i for i in listed if isinstance(i, str)] if isinstance(listed, list) else []
     for f in sorted((f for f in files if f.kind == "containerd" and f is not main), key=lambda f: f.path):
         if any(fnmatchcase(f.path, pattern) for pattern in imports):
             more = toml_doc(f)
             doc = deep_merge(doc, more) if more is not None else doc
-    version = doc["version"] if isinstance(doc.get("version"), int) else 1
+    declared = doc.get("version")
+    version = declared if isinstance(declared, int) else 1
     out["version"] = version
     plugins = doc.get("plugins") if isinstance(doc.get("plugins"), dict) else {}
     if version >= 3:
         runtime = dig(plugins, "io.containerd.cri.v1.runtime")
         cri_containerd = dig(runtime, "containerd")
-        out["enable_cdi"] = dig(runtime, "enable_cdi")
+        cdi = dig(runtime, "enable_cdi")
     else:
         cri = dig(plugins, "io.containerd.grpc.v1.cri") if version == 2 else dig(plugins, "cri")
         cri_containerd = dig(cri, "containerd")
-        out["enable_cdi"] = dig(cri, "enable_cdi")
-        if version == 1 and isinstance(dig(cri, "systemd_cgroup"), bool):
-            out["systemd_cgroup"] = dig(cri, "systemd_cgroup")
+        cdi = dig(cri, "enable_cdi")
+        if version == 1 and isinstance(v1_cgroup := dig(cri, "systemd_cgroup"), bool):
+            out["systemd_cgroup"] = v1_cgroup
     default = dig(cri_containerd, "default_runtime_name")
     out["default_runtime_name"] = default if isinstance(default, str) else None
     runtimes = dig(cri_containerd, "runtimes")
@@ -50,13 +53,12 @@ def containerd(files: list[File]) -> dict[str, Any]:
     chosen = dig(runtimes, default if isinstance(default, str) else "runc", "options", "SystemdCgroup")
     if isinstance(chosen, bool):
         out["systemd_cgroup"] = chosen
-    if not isinstance(out["enable_cdi"], bool):
-        out["enable_cdi"] = None
+    out["enable_cdi"] = cdi if isinstance(cdi, bool) else None
     return out
 
 
-def docker(files: list[File]) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": None, "cgroup_driver": None, "default_runtime": None, "runtimes": [],
+def docker(files: list[File]) -> ConfigDocker:
+    out: ConfigDocker = {"path": None, "cgroup_driver": None, "default_runtime": None, "runtimes": [],
                            "log_driver": None, "log_max_size": None}
     f = next((f for f in files if f.kind == "docker"), None)
     if f is None:
@@ -125,16 +127,16 @@ def flags(words: list[str]) -> dict[str, str]:
     return out
 
 
-def kubelet_flags(files: list[File], unit_rows: list[dict[str, Any]]) -> dict[str, str]:
-    row = next((r for r in unit_rows if r["name"] == "kubelet.service"), None)
-    if row is None or not row["exec_start"]:
+def kubelet_flags(files: list[File], unit_rows: list[UnitConfig]) -> dict[str, str]:
+    row = next((r for r in unit_rows if r.name == "kubelet.service"), None)
+    if row is None or not row.exec_start:
         return {}
     env: dict[str, str] = {}
     by_path = {f.path: f for f in files}
-    for path in row["_environment_files"]:
+    for path in row.environment_files:
         if path in by_path:
             env.update(_env_file(by_path[path]))
-    for assignment in row["_environment"]:
+    for assignment in row.environment:
         try:
             words = shlex.split(assignment)
         except ValueError:
@@ -143,7 +145,7 @@ def kubelet_flags(files: list[File], unit_rows: list[dict[str, Any]]) -> dict[st
             key, eq, value = w.partition("=")
             if eq:
                 env[key] = value
-    return flags(_expand(row["exec_start"], env)[1:])
+    return flags(_expand(row.exec_start, env)[1:])
 
 
 def _map_flag(value: str | None, sep: str = "=") -> dict[str, str] | None:
@@ -158,14 +160,14 @@ def _map_flag(value: str | None, sep: str = "=") -> dict[str, str] | None:
     return out
 
 
-def _plain_map(value: Any) -> dict[str, str] | None:
+def _plain_map(value: object) -> dict[str, str] | None:
     """A mapping of scalar settings (`memory: 1Gi`) as text; entries that are not scalars are left out."""
     if not isinstance(value, dict):
         return None
     return {str(k): str(v) for k, v in value.items() if isinstance(k, SCALARS) and isinstance(v, SCALARS)}
 
 
-def kubelet(files: list[File], flag: dict[str, str]) -> dict[str, Any]:
+def kubelet(files: list[File], flag: dict[str, str]) -> ConfigKubelet:
     by_path = {f.path: f for f in files if f.kind == "kubelet"}
     path, found_by = None, None
     named = flag.get("config")
@@ -174,7 +176,7 @@ def kubelet(files: list[File], flag: dict[str, str]) -> dict[str, Any]:
     else:
         path = next((p for p in KUBELET_DEFAULTS if p in by_path), None)
         found_by = "default" if path else None
-    doc: dict[str, Any] = {}
+    doc: dict[str, object] = {}
     if path:
         f = by_path[path]
         parsed = json_doc(f) if path.endswith(".json") else yaml_doc(f)
@@ -203,14 +205,15 @@ def kubelet(files: list[File], flag: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def cni(files: list[File]) -> dict[str, Any]:
+def cni(files: list[File]) -> ConfigCni:
     mine = sorted((f for f in files if f.kind == "cni"), key=lambda f: f.name)
     plugins: list[str] = []
     for f in mine:
         if not f.name.endswith((".conf", ".conflist", ".json")):
             continue
         doc = json_doc(f)
-        entries: list[Any] = doc["plugins"] if isinstance(doc, dict) and isinstance(doc.get("plugins"), list) else [doc]
+        listed = doc.get("plugins") if isinstance(doc, dict) else None
+        entries: list[object] = listed if isinstance(listed, list) else [doc]
         for entry in entries:
             kind = entry.get("type") if isinstance(entry, dict) else None
             if isinstance(kind, str) and kind not in plugins:

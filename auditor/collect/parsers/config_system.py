@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any
+from dataclasses import dataclass, field
 
+from ...facttypes import (
+    ConfigDnfAutomatic,
+    ConfigLinksRow,
+    ConfigNetworkd,
+    ConfigResolvConf,
+    ConfigUnitsRow,
+    ConfigYumCron,
+)
 from ..config_files import SYSTEMD_DIRS, UNIT_DIRS, UNITS
 from .config_text import File, boolean, by_precedence, dir_rank, ini
 
@@ -34,43 +42,57 @@ def sysctl_declared(files: list[File]) -> tuple[dict[str, str], dict[str, str]]:
 # --- systemd INI (networkd.conf, .link, units) ------------------------------------------------------------
 
 
-def networkd(files: list[File]) -> dict[str, Any]:
+def networkd(files: list[File]) -> ConfigNetworkd:
     mains = [f for f in files if f.name == "networkd.conf"]
     main = sorted(mains, key=lambda f: dir_rank(f.path, SYSTEMD_DIRS))[:1]
     dropins = by_precedence([f for f in files if f.name != "networkd.conf"])
-    out: dict[str, Any] = {"manage_foreign_routes": None, "manage_foreign_routing_policy_rules": None,
-                           "manage_foreign_nexthops": None}
-    keys = {"ManageForeignRoutes": "manage_foreign_routes",
-            "ManageForeignRoutingPolicyRules": "manage_foreign_routing_policy_rules",
-            "ManageForeignNextHops": "manage_foreign_nexthops"}
+    found: dict[str, bool | None] = {}
     for f in main + dropins:
         for section, key, value in ini(f.lines):
-            if section == "Network" and key in keys:
-                out[keys[key]] = boolean(value)
-    return out
+            if section == "Network":
+                found[key] = boolean(value)
+    return {"manage_foreign_routes": found.get("ManageForeignRoutes"),
+            "manage_foreign_routing_policy_rules": found.get("ManageForeignRoutingPolicyRules"),
+            "manage_foreign_nexthops": found.get("ManageForeignNextHops")}
 
 
-def links(files: list[File]) -> list[dict[str, Any]]:
+def links(files: list[File]) -> list[ConfigLinksRow]:
     """Each .link name in effect, with the drop-ins (NAME.link.d/*.conf from every directory) applied."""
     units = by_precedence([f for f in files if f.name.endswith(".link")])
     dropins = [f for f in files if not f.name.endswith(".link")]
-    rows = []
+    rows: list[ConfigLinksRow] = []
     for unit in units:
         mine = by_precedence([f for f in dropins if posixpath.basename(posixpath.dirname(f.path)) == unit.name + ".d"])
-        row: dict[str, Any] = {"name": unit.name, "path": unit.path, "match_original_name": None, "match_driver": None,
-                               "match_type": None, "match_kind": None, "mac_address_policy": None}
-        fields = {("Match", "OriginalName"): "match_original_name", ("Match", "Driver"): "match_driver",
-                  ("Match", "Type"): "match_type", ("Match", "Kind"): "match_kind",
-                  ("Link", "MACAddressPolicy"): "mac_address_policy"}
+        set_to: dict[tuple[str, str], str | None] = {}  # the last assignment wins
         for f in [unit, *mine]:
             for section, key, value in ini(f.lines):
-                if (section, key) in fields:
-                    row[fields[(section, key)]] = value or None
-        rows.append(row)
+                set_to[(section, key)] = value or None
+        rows.append({"name": unit.name, "path": unit.path, "match_original_name": set_to.get(("Match", "OriginalName")),
+                     "match_driver": set_to.get(("Match", "Driver")), "match_type": set_to.get(("Match", "Type")),
+                     "match_kind": set_to.get(("Match", "Kind")),
+                     "mac_address_policy": set_to.get(("Link", "MACAddressPolicy"))})
     return rows
 
 
-def units(files: list[File]) -> list[dict[str, Any]]:
+@dataclass
+class UnitConfig:
+    """One unit as its fragment and drop-ins set it; the environment feeds the kubelet's flags (config_kube.py)."""
+
+    name: str
+    path: str
+    dropins: list[str]
+    exec_start: str | None = None
+    limit_nofile: str | None = None
+    tasks_max: str | None = None
+    environment: list[str] = field(default_factory=list)
+    environment_files: list[str] = field(default_factory=list)
+
+    def row(self) -> ConfigUnitsRow:
+        return {"name": self.name, "path": self.path, "dropins": self.dropins, "exec_start": self.exec_start,
+                "limit_nofile": self.limit_nofile, "tasks_max": self.tasks_max}
+
+
+def units(files: list[File]) -> list[UnitConfig]:
     rows = []
     for name in (f"{u}.service" for u in UNITS):
         frags = sorted((f for f in files if f.name == name), key=lambda f: dir_rank(f.path, UNIT_DIRS))
@@ -78,21 +100,19 @@ def units(files: list[File]) -> list[dict[str, Any]]:
             continue
         dropins = by_precedence([f for f in files if posixpath.basename(posixpath.dirname(f.path)) == name + ".d"],
                                 UNIT_DIRS)
-        row: dict[str, Any] = {"name": name, "path": frags[0].path, "dropins": [f.path for f in dropins],
-                               "exec_start": None, "limit_nofile": None, "tasks_max": None,
-                               "_environment": [], "_environment_files": []}
+        row = UnitConfig(name, frags[0].path, [f.path for f in dropins])
         for f in [frags[0], *dropins]:
             for section, key, value in ini(f.lines):
                 if section == "Service" and key == "ExecStart":
-                    row["exec_start"] = value or None  # an empty ExecStart= resets the list
+                    row.exec_start = value or None  # an empty ExecStart= resets the list
                 elif section == "Service" and key == "LimitNOFILE":
-                    row["limit_nofile"] = value or None
+                    row.limit_nofile = value or None
                 elif section == "Service" and key == "TasksMax":
-                    row["tasks_max"] = value or None
+                    row.tasks_max = value or None
                 elif section == "Service" and key == "Environment":
-                    row["_environment"].append(value)
+                    row.environment.append(value)
                 elif section == "Service" and key == "EnvironmentFile":
-                    row["_environment_files"].append(value.lstrip("-"))
+                    row.environment_files.append(value.lstrip("-"))
         rows.append(row)
     return rows
 
@@ -175,7 +195,7 @@ def _ini_value(f: File, section: str, key: str) -> str | None:
     return value
 
 
-def dnf_automatic(files: list[File]) -> dict[str, Any]:
+def dnf_automatic(files: list[File]) -> ConfigDnfAutomatic:
     f = next((f for f in files if f.kind == "dnf-automatic"), None)
     if f is None:
         return {"path": None, "apply_updates": None, "upgrade_type": None}
@@ -183,7 +203,7 @@ def dnf_automatic(files: list[File]) -> dict[str, Any]:
             "upgrade_type": _ini_value(f, "commands", "upgrade_type") or "default"}
 
 
-def yum_cron(files: list[File]) -> dict[str, Any]:
+def yum_cron(files: list[File]) -> ConfigYumCron:
     f = next((f for f in files if f.kind == "yum-cron"), None)
     if f is None:
         return {"path": None, "apply_updates": None, "update_cmd": None}
@@ -193,7 +213,7 @@ def yum_cron(files: list[File]) -> dict[str, Any]:
 
 # --- resolv.conf, CNI, modules-load.d ----------------------------------------------------------------------
 
-def resolv(files: list[File], link: str | None) -> dict[str, Any]:
+def resolv(files: list[File], link: str | None) -> ConfigResolvConf:
     f = next((f for f in files if f.kind == "resolv"), None)
     servers: list[str] = []
     search: list[str] = []

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import posixpath
 import sys
-from typing import Any
 
 import yaml
 
+from ...facttypes import ConfigFilesRow
 from ..config_files import SYSTEMD_DIRS
 from ..sections import UnparsableOutput, blocks
 
@@ -23,7 +23,7 @@ _TRUE = {"1", "yes", "y", "true", "t", "on"}
 _FALSE = {"0", "no", "n", "false", "f", "off"}
 
 
-def boolean(value: Any) -> bool | None:
+def boolean(value: object) -> bool | None:
     """systemd's and dnf's boolean words (yes/no, true/false, on/off, 1/0); None for anything else."""
     if isinstance(value, bool):
         return value
@@ -50,7 +50,7 @@ class File:
     def text(self) -> str:
         return "\n".join(self.lines)
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> ConfigFilesRow:
         return {"path": self.path, "kind": self.kind, "bytes": sum(len(ln) + 1 for ln in self.lines),
                 "truncated": self.truncated, "parse_error": self.parse_error, "error": self.error}
 
@@ -119,14 +119,15 @@ def ini(lines: list[str]) -> list[tuple[str, str, str]]:
     return out
 
 
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, object], over: dict[str, object]) -> dict[str, object]:
     out = dict(base)
     for k, v in over.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        mine = out.get(k)
+        out[k] = deep_merge(mine, v) if isinstance(v, dict) and isinstance(mine, dict) else v
     return out
 
 
-def dig(doc: Any, *keys: str) -> Any:
+def dig(doc: object, *keys: str) -> object:
     for k in keys:
         if not isinstance(doc, dict):
             return None
@@ -134,15 +135,16 @@ def dig(doc: Any, *keys: str) -> Any:
     return doc
 
 
-def toml_doc(f: File) -> dict[str, Any] | None:
+def toml_doc(f: File) -> dict[str, object] | None:
     try:
-        return tomllib.loads(f.text)
+        doc: dict[str, object] = tomllib.loads(f.text)  # tomli (Python 3.10) is untyped here
+        return doc
     except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
         f.parse_error = f"not valid TOML: {str(exc)[:200]}"
         return None
 
 
-def json_doc(f: File) -> Any:
+def json_doc(f: File) -> object:
     try:
         return json.loads(f.text)
     except (ValueError, RecursionError) as exc:
@@ -150,7 +152,7 @@ def json_doc(f: File) -> Any:
         return None
 
 
-def yaml_doc(f: File) -> Any:
+def yaml_doc(f: File) -> object:
     try:
         return yaml.load(f.text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (yaml.YAMLError, RecursionError) as exc:
@@ -161,6 +163,6 @@ def yaml_doc(f: File) -> Any:
 SCALARS = (str, int, float, bool)
 
 
-def as_text(value: Any) -> str | None:
+def as_text(value: object) -> str | None:
     """A scalar setting as text; None for anything else (a YAML alias can make a list whose text is huge)."""
     return str(value) if isinstance(value, SCALARS) else None

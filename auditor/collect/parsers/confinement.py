@@ -5,13 +5,14 @@ The image room (auditor/image/) prints it; collect only reads it, so it needs no
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+from ..sections import Section
 
 CONFINEMENT = "confinement"  # the extra section listing what the image reader refused or reported
 MAX_NOTES_SHOWN = 10
 
 
-def confinement_error(sections: Mapping[str, Any]) -> str | None:
+def confinement_error(sections: Mapping[str, Section]) -> str | None:
     """The snapshot's `errors["image"]` text from a `confinement` section (None when it is empty)."""
     section = sections.get(CONFINEMENT)
     lines = [ln for ln in (section.body.splitlines() if section is not None else []) if ln.strip()]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import cast
 
+from ...facttypes import Cpu, CpuAverage, CpuCoresRow, CpuThreadsRow
 from ..sections import kv_lines, subsections, to_int
 
 _FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -19,10 +20,11 @@ def _stat(text: str) -> dict[str, list[int]]:
     return out
 
 
-def _pct(before: list[int], after: list[int]) -> dict[str, float]:
+def _pct(before: list[int], after: list[int]) -> CpuAverage:
+    """Each field's share of the ticks between the samples; a sample cut short lacks its last fields."""
     delta = [max(a - b, 0) for a, b in zip(after, before)]
     total = sum(delta) or 1
-    return {f"{name}_pct": round(100.0 * d / total, 1) for name, d in zip(_FIELDS, delta)}
+    return cast(CpuAverage, {f"{name}_pct": round(100.0 * d / total, 1) for name, d in zip(_FIELDS, delta)})
 
 
 def _float(value: str | None) -> float | None:
@@ -34,17 +36,17 @@ def _float(value: str | None) -> float | None:
     return number if number is not None and math.isfinite(number) else None
 
 
-def parse_cpu(text: str) -> dict[str, Any]:
+def parse_cpu(text: str) -> Cpu:
     parts = subsections(text)
     head = kv_lines(parts.get("", ""))
     first, second = _stat(parts.get("stat1", "")), _stat(parts.get("stat2", ""))
-    cores = []
+    cores: list[CpuCoresRow] = []
     for name in sorted(first, key=lambda n: (len(n), n)):
         if name == "cpu" or name not in second or not name[3:].isdecimal() or to_int(name[3:]) is None:
             continue
         cores.append({"cpu": int(name[3:]), **_pct(first[name], second[name])})
     average = _pct(first["cpu"], second["cpu"]) if "cpu" in first and "cpu" in second else None
-    threads: list[dict[str, Any]] = []
+    threads: list[CpuThreadsRow] = []
     for line in parts.get("threads", "").splitlines():
         cols = line.split(None, 5)
         numbers = [n for n in (to_int(c) for c in cols[:5]) if n is not None]
@@ -52,9 +54,9 @@ def parse_cpu(text: str) -> dict[str, Any]:
             pid, tid, cpu, ticks, sys_ticks = numbers
             threads.append({"pid": pid, "tid": tid, "cpu": cpu, "ticks": ticks,
                             "system_ticks": sys_ticks, "comm": cols[5]})
-    threads.sort(key=lambda t: -t["ticks"])
+    threads.sort(key=lambda t: -(t.get("ticks") or 0))  # every row has its ticks
     # a core whose samples were cut short has no system_pct: it cannot be the busiest
-    busiest = max((c for c in cores if "system_pct" in c), key=lambda c: c["system_pct"], default=None)
+    busiest = max((c for c in cores if "system_pct" in c), key=lambda c: c.get("system_pct") or 0.0, default=None)
     return {
         "count": to_int(head.get("ncpu")),
         "window_s": _float(head.get("window_s")),

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ...facttypes import CpuStack, CpuStackSelfRow
 from ..sections import kv_lines, to_int
 from .cpu import parse_cpu
 
 TOP = 20  # the probe prints at most 20 functions per list
 
 
-def _functions(lines: list[str], kind: str, samples: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _functions(lines: list[str], kind: str, samples: int) -> list[CpuStackSelfRow]:
+    counted: list[tuple[str, int]] = []
     seen: set[str] = set()
     for line in lines:
         cols = line.split()
@@ -19,13 +18,13 @@ def _functions(lines: list[str], kind: str, samples: int) -> list[dict[str, Any]
         if count is None or count < 0 or cols[2] in seen:
             continue
         seen.add(cols[2])
-        out.append({"function": cols[2], "samples": count,
-                    "share_pct": round(100.0 * count / samples, 1) if samples else None})
-    out.sort(key=lambda f: (-f["samples"], f["function"]))
-    return out[:TOP]
+        counted.append((cols[2], count))
+    counted.sort(key=lambda f: (-f[1], f[0]))
+    return [{"function": name, "samples": count, "share_pct": round(100.0 * count / samples, 1) if samples else None}
+            for name, count in counted[:TOP]]
 
 
-def parse_cpu_stack(text: str, cpu_text: str = "") -> dict[str, Any]:
+def parse_cpu_stack(text: str, cpu_text: str = "") -> CpuStack:
     """`requested=0` → only that; otherwise the sampled core, counts and the top kernel functions."""
     head = kv_lines(text)
     if head.get("requested") != "1":
@@ -36,7 +35,7 @@ def parse_cpu_stack(text: str, cpu_text: str = "") -> dict[str, Any]:
     tid = to_int(head.get("busiest_tid"))
     comm = None
     if tid is not None and cpu_text:
-        comm = next((t["comm"] for t in parse_cpu(cpu_text)["threads"] if t["tid"] == tid), None)
+        comm = next((t["comm"] for t in parse_cpu(cpu_text).get("threads") or () if t["tid"] == tid), None)
     return {
         "requested": True,
         "core": to_int(head.get("core")),

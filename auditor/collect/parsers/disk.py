@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ...facttypes import Disk, DiskMountsRow
 from ..sections import UnparsableOutput, kv_lines, subsections, to_int
 
 
@@ -24,13 +23,13 @@ def _pct(value: str) -> float | None:
     return None if value == "-" else float(to_int(value.rstrip("%")) or 0)
 
 
-def parse_disk(text: str) -> dict[str, Any]:
+def parse_disk(text: str) -> Disk:
     parts = subsections(text)
     paths = (kv_lines(parts.get("", "")).get("paths") or "").split()
     blocks, inodes = _rows(parts.get("blocks", ""), "-k"), _rows(parts.get("inodes", ""), "-i")
     if len(blocks) != len(paths) or len(inodes) != len(paths):
         raise UnparsableOutput(f"df printed {len(blocks)}/{len(inodes)} rows for {len(paths)} paths")
-    mounts = []
+    mounts: list[DiskMountsRow] = []
     for path, b, i in zip(paths, blocks, inodes, strict=True):
         if not b[4].endswith("%") or to_int(b[3]) is None:
             raise UnparsableOutput(f"df -k row {' '.join(b)[:80]!r} is not a df row")

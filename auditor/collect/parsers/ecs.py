@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ...facttypes import Ecs
 from ..sections import kv_lines, to_int
 
 
-def parse_ecs(text: str) -> dict[str, Any]:
+def parse_ecs(text: str) -> Ecs:
     kv = kv_lines(text)
     cluster = None
     if "cluster_line" in kv:
@@ -21,7 +20,7 @@ def parse_ecs(text: str) -> dict[str, Any]:
             exits += to_int(line.rsplit(" ", 1)[-1]) or 0
         elif line.startswith("last_exit="):
             last_exit = line.split("=", 1)[1]
-    container = {}
+    container: dict[str, str] = {}
     for token in text.split():
         if token.startswith(("agent_started=", "agent_status=", "agent_restarts=")):
             key, value = token.split("=", 1)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ...facttypes import Gpu
 from ..sections import UnparsableOutput, to_int
 
 
-def parse_gpu(text: str) -> dict[str, Any]:
+def parse_gpu(text: str) -> Gpu:
     values: dict[str, str] = {}
     modules: list[str] = []
     for line in text.splitlines():
@@ -26,7 +25,10 @@ def parse_gpu(text: str) -> dict[str, Any]:
             raise UnparsableOutput(f"gpu section: {key} missing or not a number")
     gsp = values.get("gsp") or None
     return {
-        **counts,
+        "pci_gpus": counts["pci_gpus"],
+        "pci_nvswitches": counts["pci_nvswitches"],
+        "driver_gpus": counts["driver_gpus"],
+        "infiniband_devices": counts["infiniband_devices"],
         "module_version": values.get("module_version") or None,
         "modules": modules,
         "gsp_firmware": gsp.split(":", 1)[1].strip() if gsp and ":" in gsp else gsp,

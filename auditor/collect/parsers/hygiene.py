@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
 
+from ...facttypes import (
+    Hygiene,
+    HygienePackageCachesRow,
+    HygieneRootAuthorizedKeysRow,
+    HygieneShellHistoriesRow,
+    HygieneSshHostKeysRow,
+)
 from ..sections import UnparsableOutput, kv_lines, to_int
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -27,13 +33,13 @@ def fingerprint(hex_digest: str) -> str | None:
     return "SHA256:" + base64.b64encode(bytes.fromhex(hex_digest)).decode().rstrip("=")
 
 
-def parse_hygiene(text: str) -> dict[str, Any]:
+def parse_hygiene(text: str) -> Hygiene:
     kv = kv_lines("\n".join(ln for ln in text.splitlines() if "\t" not in ln))
-    keys: dict[str, dict[str, Any]] = {}
-    authorized: dict[str, dict[str, Any]] = {}
-    histories: dict[str, dict[str, Any]] = {}
+    keys: dict[str, HygieneSshHostKeysRow] = {}
+    authorized: dict[str, HygieneRootAuthorizedKeysRow] = {}
+    histories: dict[str, HygieneShellHistoriesRow] = {}
     credentials: dict[str, set[str]] = {}
-    caches: dict[str, dict[str, Any]] = {}
+    caches: dict[str, HygienePackageCachesRow] = {}
     for line in text.splitlines():
         kind, _, rest = line.partition("\t")
         if kind in ("key", "credential") or kind in ("authorized", "history", "cache"):

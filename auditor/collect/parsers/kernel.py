@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from debian.debian_support import Version
 
+from ...facttypes import Kernel, KernelInstalledRow
 from ..sections import UnparsableOutput, kv_lines, to_int
 
 _BRACKETED = re.compile(r"\[([^\]]+)\]")
@@ -37,18 +37,18 @@ def release_order(release: str | None) -> Version | None:
         return None
 
 
-def _against_running(rows: list[dict[str, Any]], running: str | None) -> list[dict[str, Any]]:
+def _against_running(rows: list[KernelInstalledRow], running: str | None) -> list[KernelInstalledRow]:
     """Mark the running kernel, and each kernel the next boot would move to (newer numbers than the running one;
     null when either release has none to compare, or the running one is unknown)."""
     now = release_order(running)
     for row in rows:
-        order = release_order(row["release"])
-        row["running"] = None if running is None else row["release"] == running
+        order = release_order(row.get("release"))
+        row["running"] = None if running is None else row.get("release") == running
         row["newer_than_running"] = None if now is None or order is None else order > now
     return rows
 
 
-def parse_installed(text: str) -> list[dict[str, Any]]:
+def parse_installed(text: str) -> list[KernelInstalledRow]:
     """`release R` and `nvidia R` lines (the `kernels` section) → one row per installed kernel."""
     releases: dict[str, bool] = {}
     nvidia: set[str] = set()
@@ -63,7 +63,7 @@ def parse_installed(text: str) -> list[dict[str, Any]]:
     return [{"release": r, "nvidia_module": r in nvidia} for r in sorted(releases)]
 
 
-def parse_kernel(text: str, sysctl_text: str = "", kernels_text: str = "") -> dict[str, Any]:
+def parse_kernel(text: str, sysctl_text: str = "", kernels_text: str = "") -> Kernel:
     kv = kv_lines(text)
     sysctls: dict[str, str] = {}
     counters: dict[str, str] = {}

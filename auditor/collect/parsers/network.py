@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from ...facttypes import Network, NetworkInterfacesRow, NetworkKernelLog, NetworkKernelLogXidsRow
 from ..sections import TamperedOutput, blocks, to_int
 
 # Kernel-log events worth counting (FIELD-NOTES §4), by fact name.
@@ -57,7 +57,7 @@ KERNEL_LOG_EVENTS: dict[str, re.Pattern[str]] = {
 _XID = re.compile(r"NVRM: Xid \(([^)]{0,64})\): (\d{1,5})\b")
 
 
-def _interface(header: str, lines: list[str]) -> dict[str, Any]:
+def _interface(header: str, lines: list[str]) -> NetworkInterfacesRow:
     parts = header.split()
     attrs = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
     info: dict[str, str] = {}
@@ -94,7 +94,7 @@ def _interface(header: str, lines: list[str]) -> dict[str, Any]:
     }
 
 
-def parse_kernel_log(text: str) -> dict[str, Any]:
+def parse_kernel_log(text: str) -> NetworkKernelLog:
     lines = [line for line in text.splitlines() if line.strip()]
     counts = {name: sum(1 for line in lines if pat.search(line)) for name, pat in KERNEL_LOG_EVENTS.items()}
     # One reset prints its reason (`… Reset the device`, a keep-alive timeout), then `Trigger reset is on`,
@@ -105,25 +105,24 @@ def parse_kernel_log(text: str) -> dict[str, Any]:
     return {"events": counts, "lines": lines[-20:], "xids": _xids(lines)}
 
 
-def _xids(lines: list[str]) -> list[dict[str, Any]]:
+def _xids(lines: list[str]) -> list[NetworkKernelLogXidsRow]:
     """One row per Xid code: how many lines, on how many devices, and the last line."""
-    rows: dict[int, dict[str, Any]] = {}
+    counts: dict[int, int] = {}
+    last: dict[int, str] = {}
     devices: dict[int, set[str]] = {}
     for line in lines:
         m = _XID.search(line)
         if m:
             code = int(m.group(2))
-            row = rows.setdefault(code, {"code": code, "count": 0, "devices": 0, "last": ""})
-            row["count"] += 1
-            row["last"] = line[:300]
+            counts[code] = counts.get(code, 0) + 1
+            last[code] = line[:300]
             devices.setdefault(code, set()).add(m.group(1))
-            row["devices"] = len(devices[code])
-    return [rows[c] for c in sorted(rows)]
+    return [{"code": c, "count": counts[c], "devices": len(devices[c]), "last": last[c]} for c in sorted(counts)]
 
 
-def parse_network(text: str, kernel_log_text: str = "") -> dict[str, Any]:
+def parse_network(text: str, kernel_log_text: str = "") -> Network:
     interfaces = [_interface(h, lines) for h, lines in blocks(text) if h]  # a bare `@ ` names no interface
-    names = [i["name"] for i in interfaces]
+    names = [i.get("name") or "" for i in interfaces]  # every row is named (its header)
     if len(set(names)) != len(names):  # the kernel keeps names unique and newline-free: only a forgery repeats one
         raise TamperedOutput("an interface appears twice")
     module_version = kernel_release = None
@@ -132,14 +131,14 @@ def parse_network(text: str, kernel_log_text: str = "") -> dict[str, Any]:
             module_version = line.split("=", 1)[1].strip() or None
         elif line.startswith("kernel_release="):
             kernel_release = line.split("=", 1)[1].strip() or None
-    ena = [i for i in interfaces if i["driver"] == "ena"]
-    reported = next((i["driver_version"] for i in ena if i["driver_version"]), None)
+    ena = [i for i in interfaces if i.get("driver") == "ena"]
+    reported = next((v for i in ena if (v := i.get("driver_version"))), None)
     # An in-tree driver without a version of its own (Ubuntu's and AL2023's AWS kernels) reports the kernel
     # release in `ethtool -i`: that is no ENA version, and no module version file exists for it.
     in_tree = module_version is None and reported is not None and reported == kernel_release
     ena_version = module_version or (None if in_tree else reported)
     return {
-        "interfaces": sorted(interfaces, key=lambda i: i["name"]),
+        "interfaces": sorted(interfaces, key=lambda i: i.get("name") or ""),
         "ena": {
             "present": bool(ena) or module_version is not None,
             "version": ena_version,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+
+from ...facttypes import Os
 
 
-def parse_os(text: str) -> dict[str, Any]:
+def parse_os(text: str) -> Os:
     """Parse /etc/os-release (shell-style KEY=value lines, values may be quoted)."""
     values: dict[str, str] = {}
     for line in text.splitlines():

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
+from ...facttypes import Packages, PackagesItemsRow
 from ..sections import UnparsableOutput
 
 
-def parse_packages(text: str) -> dict[str, Any]:
+def parse_packages(text: str) -> Packages:
     manager = None
-    items: dict[tuple[str, str], dict[str, str]] = {}
+    versions: dict[tuple[str, str], str] = {}  # (name, arch) → version; a later row for the same pair wins
     for line in text.splitlines():
         if line == "!unparsable":  # the probe's row filter saw a line that is no `STATUS\tNAME\tVERSION\tARCH` row
             raise UnparsableOutput(f"the {manager} package list has lines that are not package rows")
@@ -20,10 +20,9 @@ def parse_packages(text: str) -> dict[str, Any]:
         cols = line.split("\t")
         if len(cols) >= 2 and cols[0]:
             arch = cols[2] if len(cols) > 2 else ""
-            items[(cols[0], arch)] = {"name": cols[0], "version": cols[1], "arch": arch}
-    rows = sorted(items.values(), key=lambda r: (r["name"], r["arch"]))
-    names = Counter(r["name"] for r in rows)  # counted once: per row it was quadratic in the package count
-    for row in rows:  # multiarch: keep the key unique (`libc6:i386`)
-        if names[row["name"]] > 1:
-            row["name"] = f"{row['name']}:{row['arch']}"
+            versions[(cols[0], arch)] = cols[1]
+    names = Counter(name for name, _ in versions)  # counted once: per row it was quadratic in the package count
+    rows: list[PackagesItemsRow] = [  # multiarch: keep the key unique (`libc6:i386`)
+        {"name": f"{name}:{arch}" if names[name] > 1 else name, "version": versions[(name, arch)], "arch": arch}
+        for name, arch in sorted(versions)]
     return {"manager": manager, "count": len(rows), "items": rows}

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ...facttypes import Proc, ProcZombieParentsRow
 from ..sections import UnparsableOutput, kv_lines, subsections, to_int
 from .config_text import boolean
 
 
-def parse_proc(text: str) -> dict[str, Any]:
+def parse_proc(text: str) -> Proc:
     parts = subsections(text)
     for name in ("swaps", "state", "tasks"):
         if name not in parts:
             raise UnparsableOutput(f"proc section has no {name!r} part")
     state = kv_lines(parts["state"])
     tasks = kv_lines(parts["tasks"])
-    parents = []
+    parents: list[ProcZombieParentsRow] = []
     for line in parts["tasks"].splitlines():
         cols = line.split(" ", 3)
         if cols[0] == "zombie_parent" and len(cols) == 4:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from ...facttypes import Systemd, SystemdLimitsRow, SystemdUnitFilesRow, SystemdUnitsRow
 from ..sections import UnparsableOutput, to_int
 
 _VERSION = re.compile(r"^systemd (\d+)")
@@ -21,21 +21,22 @@ def parse_version(text: str) -> int | None:
 _FOOTER = re.compile(r"^\d+ unit files? listed\.$")
 
 
-def parse_unit_files(text: str) -> list[dict[str, Any]]:
+def parse_unit_files(text: str) -> list[SystemdUnitFilesRow]:
     """`list-unit-files --no-legend`: 2 columns before systemd 245, 3 (with vendor preset) after.
 
     Should a legend be printed anyway, its header (`UNIT FILE  STATE  [VENDOR ]PRESET`) and footer
     (`N unit files listed.`) are no units."""
-    rows = []
+    rows: list[tuple[str, str, str | None]] = []
     for line in text.splitlines():
         cols = line.split()
         if len(cols) < 2 or cols[:2] == ["UNIT", "FILE"] or _FOOTER.match(" ".join(cols)) or "." not in cols[0]:
             continue
         preset = cols[2] if len(cols) > 2 and cols[2] != "-" else None
-        rows.append({"name": cols[0], "state": cols[1], "preset": preset})
+        rows.append((cols[0], cols[1], preset))
     if not rows and text.strip():  # every system has unit files: text with none is no listing
         raise UnparsableOutput("systemctl list-unit-files printed no unit file row")
-    return sorted(rows, key=lambda r: r["name"])
+    return [{"name": name, "state": state, "preset": preset}
+            for name, state, preset in sorted(rows, key=lambda r: r[0])]
 
 
 def parse_show(text: str) -> list[dict[str, str]]:
@@ -84,7 +85,8 @@ def unit_health(active_state: str | None, sub_state: str | None, restarts: int) 
     return active_state
 
 
-def _unit(block: dict[str, str], journal: dict[str, int], unit_files: dict[str, dict]) -> dict[str, Any]:
+def _unit(block: dict[str, str], journal: dict[str, int],
+          unit_files: dict[str, SystemdUnitFilesRow]) -> SystemdUnitsRow:
     name = block["Id"]
     n_restarts = to_int(block.get("NRestarts"))
     journal_restarts = journal.get(name)
@@ -128,9 +130,9 @@ def _limit(value: str | None) -> tuple[int | None, bool]:
     return to_int(value), False
 
 
-def parse_limits(text: str) -> list[dict[str, Any]]:
+def parse_limits(text: str) -> list[SystemdLimitsRow]:
     """`systemctl show -p Id,LoadState,LimitNOFILE,LimitNOFILESoft,TasksMax UNIT…` blocks → rows."""
-    rows = []
+    rows: list[SystemdLimitsRow] = []
     for block in parse_show(text):
         if not block.get("Id"):
             continue
@@ -139,21 +141,21 @@ def parse_limits(text: str) -> list[dict[str, Any]]:
         rows.append({"name": block["Id"], "load_state": block.get("LoadState") or None, "limit_nofile": nofile,
                      "limit_nofile_infinite": nofile_inf, "limit_nofile_soft": _limit(block.get("LimitNOFILESoft"))[0],
                      "tasks_max": tasks, "tasks_max_infinite": tasks_inf})
-    return sorted(rows, key=lambda r: r["name"])
+    return sorted(rows, key=lambda r: r.get("name") or "")  # every row is named (its Id)
 
 
 def parse_systemd(version_text: str, unit_files_text: str, show_text: str, journal_text: str,
-                  limits_text: str = "") -> dict[str, Any]:
+                  limits_text: str = "") -> Systemd:
     unit_files = parse_unit_files(unit_files_text)
-    by_name = {u["name"]: u for u in unit_files}
+    by_name = {u.get("name") or "": u for u in unit_files}  # every row is named
     journal = parse_journal_restarts(journal_text)
     units = [_unit(b, journal, by_name) for b in parse_show(show_text)]
-    units.sort(key=lambda u: u["name"])
+    units.sort(key=lambda u: u.get("name") or "")  # every unit is named (its Id)
     return {
         "version": parse_version(version_text),
         "unit_files": unit_files,
         "units": units,
-        "enabled_units": sorted(u["name"] for u in unit_files if u["state"] == "enabled"),
-        "failed_units": sorted(u["name"] for u in units if u["active_state"] == "failed"),
+        "enabled_units": sorted(u.get("name") or "" for u in unit_files if u.get("state") == "enabled"),
+        "failed_units": sorted(u.get("name") or "" for u in units if u.get("active_state") == "failed"),
         "limits": parse_limits(limits_text),
     }
