@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from auditor import pipeline
-from auditor.evaluate.keep import stub
+from auditor.evaluate.retained import stub
 from auditor.models import HostResult, HostSpec
 from auditor.reportdoc import _host
 from tests.test_one_core import _report, _run, replayed  # noqa: F401 - the fixture
