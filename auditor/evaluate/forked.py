@@ -1,5 +1,6 @@
 """Tasks on forked worker processes, each result handed over in task order; a worker that dies (the OOM
 killer's SIGKILL) makes the task it held a `Lost` result naming how it died, never a wait without end.
+Each worker gets the pool's state as an argument (inherited at the fork, never pickled), not a global.
 
 multiprocessing.Pool replaces a dead worker but drops the task it held, so `imap` waited for it forever.
 Here each worker holds one task at a time on its own pipe, and the parent waits on the pipes and on the
@@ -30,6 +31,7 @@ from typing import Any, Generic, TypeVar
 from .. import interrupt
 
 T = TypeVar("T")
+S = TypeVar("S")
 POLL_S = 0.5  # the parent's wait between checks for a stop seen by another thread
 DEPTH = 2  # tasks sent to a worker ahead of its results (each a few bytes: a pipe never fills)
 QUIT_S = 10.0  # how long a worker told to quit may take before it is killed
@@ -52,15 +54,18 @@ class _Worker:
     since: float = 0.0  # monotonic time of its last answer (or of the task that ended its idleness)
 
 
-class Forked(Generic[T]):
-    """`jobs` forked processes running `work` (each runs `init` first); use as a context manager."""
+class Forked(Generic[S, T]):
+    """`jobs` forked processes, each running `init(state)` once, then `work(state, task)` per task; use as a
+    context manager."""
 
-    def __init__(self, work: Callable[[T], Any], jobs: int, init: Callable[[], None], stall_s: float = STALL_S):
+    def __init__(self, work: Callable[[S, T], Any], jobs: int, init: Callable[[S], None], state: S,
+                 stall_s: float = STALL_S):
         self._work, self._jobs, self._init, self._stall_s = work, max(1, jobs), init, stall_s
+        self._state = state
         self._ctx = multiprocessing.get_context("fork")
         self._workers: list[_Worker] = []
 
-    def __enter__(self) -> Forked[T]:
+    def __enter__(self) -> Forked[S, T]:
         return self
 
     def __exit__(self, kind: object, *_: object) -> None:
@@ -97,8 +102,8 @@ class Forked(Generic[T]):
 
     def _start(self) -> None:
         mine, theirs = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(self._work, theirs, self._init, os.getpid()), daemon=True,
-                                 name="ami-auditor-worker")
+        proc = self._ctx.Process(target=_serve, args=(self._work, theirs, self._init, self._state, os.getpid()),
+                                 daemon=True, name="ami-auditor-worker")
         proc.start()
         theirs.close()
         self._workers.append(_Worker(proc, mine))
@@ -179,11 +184,11 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _serve(work: Callable[[Any], Any], conn: Connection, init: Callable[[], None], parent: int) -> None:
+def _serve(work: Callable[[S, Any], Any], conn: Connection, init: Callable[[S], None], state: S, parent: int) -> None:
     """A worker: tasks from the pipe until None or the parent is gone, each reply (True, result) or
     (False, the exception), so the parent raises a task's bug as Pool did."""
     _die_with(parent)
-    init()
+    init(state)
     while True:
         try:
             task = conn.recv()
@@ -192,7 +197,7 @@ def _serve(work: Callable[[Any], Any], conn: Connection, init: Callable[[], None
         if task is None:
             return
         try:
-            reply: tuple[bool, Any] = (True, work(task))
+            reply: tuple[bool, Any] = (True, work(state, task))
         except Exception as exc:  # noqa: BLE001 - raised in the parent
             reply = (False, exc)
         try:
