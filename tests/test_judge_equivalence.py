@@ -78,8 +78,10 @@ def test_the_caching_judge_gives_the_plain_judges_findings(monkeypatch: pytest.M
     # the caches were used (else this proves nothing): far fewer runs, some rules came off probation
     assert caching.evaluations < plain.evaluations / 3
     assert "systemd.unit-crash-looping" in caching.uncached()
-    assert any(not whole for whole in caching._keys.area_whole)  # an area digested part by part
-    assert any(caching._keys.area_hits)  # and parts derived from a whole area seen before
+    scopes = {sc.path: sc for sc in caching._keys.scopes}
+    assert any(sc.hits for sc in scopes.values() if len(sc.path) == 1)  # parts known by a whole area seen before
+    # an area that differs on every host, digested field by field, its repeating fields known by their digest
+    assert any(sc.hits and not scopes[sc.path[:1]].repeats for sc in scopes.values() if len(sc.path) == 2)
     # the findings vary (a fleet of identical verdicts would prove little)
     assert len({repr(sorted((f.rule, f.item) for f in plain.judge(s))) for s in hosts[:60]}) > 20
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from ..contentkey import content_digest
@@ -23,7 +25,7 @@ from .functions import OPTIONS
 from .plain import FleetRead, Found, PlainJudge, WholeScan, unknown
 from .row_verdicts import RowVerdictInterpreter
 from .rules import Rule, RuleSet
-from .shapes import projector
+from .shapes import Shape, projector
 
 _PROBATION = 512  # lookups before a rule (or an area's whole digest) that hardly ever hits stops being cached
 _MAX_UNKNOWNS = 4096  # distinct "could not be evaluated" findings shared across hosts
@@ -50,29 +52,67 @@ def _parts(rule: Rule) -> tuple[Part, ...]:
     return areas + tuple(("root", r, rule.root_keys.get(r)) for r in sorted(rule.roots))
 
 
+class _Scope:
+    """An area, or one field of an area: whether its whole value repeats across hosts, so that what a
+    shape reads of it is worth remembering by the whole value's digest."""
+
+    __slots__ = ("hits", "lookups", "path", "repeats")
+
+    def __init__(self, path: tuple[str, ...]):
+        self.path = path
+        self.lookups = self.hits = 0
+        self.repeats = True
+
+    def note(self, hit: bool) -> None:
+        self.lookups += 1
+        self.hits += hit
+        if self.lookups >= _PROBATION and self.hits * 8 < self.lookups:
+            self.repeats = False  # differs on nearly every host: its whole digest costs more than it saves
+
+
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    """What one shape reads of one scope; an object shape over an area is also cut field by field, so the
+    fields that repeat are digested once per distinct value even when the area as a whole never repeats."""
+
+    scope: int
+    shape: Shape
+    cut: Callable[[Any], Any]
+    fields: tuple[int, ...] | None  # the cuts of each field read (an object shape over an area)
+
+
 class _Keys:
     """Cache keys for one judge: each distinct part and each distinct key numbered once, worked out per
     host only for what that host's rules ask."""
 
     def __init__(self, rules: list[Rule]):
-        self.parts: list[Part] = []
-        self.keys: list[tuple[int, ...]] = []  # key number → its part numbers
-        self.of_rule: list[int] = []  # rule index → key number
         part_ids: dict[Part, int] = {}
         key_ids: dict[tuple[int, ...], int] = {}
+        self.of_rule: list[int] = []  # rule index → key number
         for rule in rules:
             numbers = tuple(part_ids.setdefault(p, len(part_ids)) for p in _parts(rule))
             self.of_rule.append(key_ids.setdefault(numbers, len(key_ids)))
         self.parts = list(part_ids)
-        self.keys = list(key_ids)
-        areas = sorted({p[1] for p in self.parts if p[0] == "area"})
-        self.area_ids = {a: i for i, a in enumerate(areas)}
-        self.projectors = [projector(p[2]) if p[0] == "area" else None for p in self.parts]
-        # derived part digests: (whole digest of its area, part number) → the part's digest
-        self.derived: dict[tuple[bytes, int], bytes] = {}
-        self.area_lookups = [0] * len(areas)
-        self.area_hits = [0] * len(areas)
-        self.area_whole = [True] * len(areas)  # False: the area differs on nearly every host (no derived digests)
+        self.keys = list(key_ids)  # key number → its part numbers
+        self.scopes: list[_Scope] = []
+        self.cuts: list[_Cut] = []
+        self._scope_ids: dict[tuple[str, ...], int] = {}
+        self._cut_ids: dict[tuple[int, Shape], int] = {}
+        self.part_cut = [self._cut((p[1],), p[2]) if p[0] == "area" else -1 for p in self.parts]
+        self.derived: dict[tuple[bytes, int], Hashable] = {}  # (scope's whole digest, cut) → the cut's digest
+
+    def _cut(self, path: tuple[str, ...], shape: Shape) -> int:
+        scope = self._scope_ids.setdefault(path, len(self._scope_ids))
+        if scope == len(self.scopes):
+            self.scopes.append(_Scope(path))
+        got = self._cut_ids.get((scope, shape))
+        if got is None:
+            fields = None
+            if len(path) == 1 and shape is not None and shape[0] == "obj":
+                fields = tuple(self._cut((*path, name), sub) for name, sub in shape[1])
+            got = self._cut_ids[(scope, shape)] = len(self.cuts)
+            self.cuts.append(_Cut(scope, shape, projector(shape), fields))
+        return got
 
     def for_host(self, snapshot: Snapshot) -> _HostKeys:
         return _HostKeys(self, snapshot)
@@ -85,11 +125,12 @@ class _HostKeys:
         self.keys = keys
         self.snapshot = snapshot
         self.facts: dict[str, Any] = snapshot.get("facts") or {}  # type: ignore[assignment]  # read by name
-        self.made: list[tuple[bytes, ...] | None] = [None] * len(keys.keys)
-        self.parts: list[bytes | None] = [None] * len(keys.parts)
-        self.wholes: dict[str, bytes | None] = {}
+        self.made: list[tuple[Hashable, ...] | None] = [None] * len(keys.keys)
+        self.parts: list[Hashable] = [None] * len(keys.parts)
+        self.cuts: list[Hashable] = [None] * len(keys.cuts)
+        self.wholes: dict[int, bytes] = {}
 
-    def key(self, index: int) -> tuple[bytes, ...]:
+    def key(self, index: int) -> tuple[Hashable, ...]:
         """The cache key of rule `index` on this host."""
         number = self.keys.of_rule[index]
         got = self.made[number]
@@ -98,47 +139,58 @@ class _HostKeys:
             got = self.made[number] = tuple(parts[p] or self._part(p) for p in self.keys.keys[number])
         return got
 
-    def _part(self, number: int) -> bytes:
+    def _part(self, number: int) -> Hashable:
         kind, name, sub = self.keys.parts[number]
-        if kind == "root":
+        if kind == "area":
+            got = self._cut(self.keys.part_cut[number])
+        else:
             value: Any = self.snapshot if name == _WHOLE else self.snapshot.get(name)
             if sub and isinstance(value, dict):
                 value = {k: value.get(k) for k in sub}
             got = _digest(value)
-        else:
-            got = self._area_part(number, name)
         self.parts[number] = got
         return got
 
-    def _area_part(self, number: int, area: str) -> bytes:
-        """The digest of what part `number` reads of `area`: remembered by the digest of the whole area
-        while whole areas repeat across hosts (most do: configuration), else projected and digested."""
-        keys = self.keys
-        value = self.facts.get(area)
-        cut = keys.projectors[number]
-        assert cut is not None
-        if keys.parts[number][2] is None:  # the whole area
-            return self._whole(area, value)
-        at = keys.area_ids[area]
-        if not keys.area_whole[at]:
-            return _digest(cut(value))
-        memo = (self._whole(area, value), number)
-        got = keys.derived.get(memo)
-        keys.area_lookups[at] += 1
+    def _cut(self, number: int) -> Hashable:
+        """The digest of what cut `number` reads: remembered by the digest of its whole scope while that
+        repeats across hosts (configuration does), else made from the value (field by field for an object)."""
+        got = self.cuts[number]
         if got is not None:
-            keys.area_hits[at] += 1
             return got
-        if len(keys.derived) >= _MAX_DERIVED:
-            keys.derived.clear()
-        got = keys.derived[memo] = _digest(cut(value))
-        if keys.area_lookups[at] >= _PROBATION and keys.area_hits[at] * 8 < keys.area_lookups[at]:
-            keys.area_whole[at] = False  # differs on nearly every host: a whole digest first costs more than it saves
+        keys = self.keys
+        cut = keys.cuts[number]
+        value = self._value(cut.scope)
+        if cut.shape is None:
+            got = self._whole(cut.scope, value)
+        elif keys.scopes[cut.scope].repeats:
+            memo = (self._whole(cut.scope, value), number)
+            got = keys.derived.get(memo)
+            keys.scopes[cut.scope].note(got is not None)
+            if got is None:
+                if len(keys.derived) >= _MAX_DERIVED:
+                    keys.derived.clear()
+                got = keys.derived[memo] = self._fresh(cut, value)
+        else:
+            got = self._fresh(cut, value)
+        self.cuts[number] = got
         return got
 
-    def _whole(self, area: str, value: Any) -> bytes:
-        got = self.wholes.get(area)
+    def _fresh(self, cut: _Cut, value: Any) -> Hashable:
+        if cut.fields is not None and type(value) is dict:  # as projector's object cut, a digest per field
+            return ("obj", bool(value), *(self._cut(f) for f in cut.fields))
+        return _digest(cut.cut(value))
+
+    def _value(self, scope: int) -> Any:
+        path = self.keys.scopes[scope].path
+        value = self.facts.get(path[0])
+        if len(path) == 2:
+            value = value.get(path[1]) if type(value) is dict else None
+        return value
+
+    def _whole(self, scope: int, value: Any) -> bytes:
+        got = self.wholes.get(scope)
         if got is None:
-            got = self.wholes[area] = _digest(value)
+            got = self.wholes[scope] = _digest(value)
         return got
 
 
@@ -151,7 +203,7 @@ class Judge(WholeScan):
         self.plain = PlainJudge(ruleset, RowVerdictInterpreter(OPTIONS))
         self.rules = self.plain.rules
         self._keys = _Keys(self.rules)
-        self._caches: list[dict[tuple[bytes, ...], Found]] = [{} for _ in self.rules]
+        self._caches: list[dict[tuple[Hashable, ...], Found]] = [{} for _ in self.rules]
         self._lookups = [0] * len(self.rules)
         self._hits = [0] * len(self.rules)
         self._cached = [True] * len(self.rules)
