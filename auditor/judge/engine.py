@@ -2,11 +2,13 @@
 
 Each rule's results are cached by a digest of the content it reads (the parts of the facts areas its
 shape reads, and host/labels/name when it reads those) and fanned out to every host that shares it, so
-a fleet pays per distinct configuration, not per host. Rules that read the same parts share one key per
-host, and each part's digest is derived from the digest of its whole area when that area repeated on
-an earlier host, so building keys does not grow with the rule count. Filters remember their verdict per
-distinct row (judge/row_verdicts.py), and hosts lacking the same areas for the same reason share one
-"could not be evaluated" finding. tests/test_judge_equivalence.py holds it to the plain judge.
+a fleet pays per distinct configuration, not per host. Building keys must not grow with the rule count:
+rules that read the same parts share one key per host; the keys made of areas that repeat across hosts
+are remembered by the host's configuration (those areas' whole digests); an area that differs on every
+host is digested field by field, so its repeating fields are still known by digest. Filters remember
+their verdict per distinct row (judge/row_verdicts.py), and hosts lacking the same areas for the same
+reason share one "could not be evaluated" finding. tests/test_judge_equivalence.py holds it to the plain
+judge.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from .shapes import Shape, projector
 _PROBATION = 512  # lookups before a rule (or an area's whole digest) that hardly ever hits stops being cached
 _MAX_UNKNOWNS = 4096  # distinct "could not be evaluated" findings shared across hosts
 _MAX_DERIVED = 1 << 16  # part digests remembered by their area's whole digest
+_MAX_CONFIGS = 1 << 12  # host configurations remembered with their keys
 _WHOLE = "*"
 
 Part = tuple[str, str, Any]  # ("area", name, shape) or ("root", name, keys or None)
@@ -63,11 +66,14 @@ class _Scope:
         self.lookups = self.hits = 0
         self.repeats = True
 
-    def note(self, hit: bool) -> None:
+    def note(self, hit: bool) -> bool:
+        """Count a lookup; True when this one shows the scope differs on nearly every host."""
         self.lookups += 1
         self.hits += hit
         if self.lookups >= _PROBATION and self.hits * 8 < self.lookups:
-            self.repeats = False  # differs on nearly every host: its whole digest costs more than it saves
+            self.repeats = False  # its whole digest costs more than it saves
+            return True
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +106,24 @@ class _Keys:
         self._cut_ids: dict[tuple[int, Shape], int] = {}
         self.part_cut = [self._cut((p[1],), p[2]) if p[0] == "area" else -1 for p in self.parts]
         self.derived: dict[tuple[bytes, int], Hashable] = {}  # (scope's whole digest, cut) → the cut's digest
+        # a host's configuration (the whole digests of the areas that repeat) → the keys made of those areas
+        self.configs: dict[tuple[bytes, ...], list[tuple[Hashable, ...] | None]] = {}
+        self._plan: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+
+    def plan(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The area scopes that repeat across hosts, and the keys made only of parts of them."""
+        if self._plan is None:
+            scopes = tuple(i for i, sc in enumerate(self.scopes) if len(sc.path) == 1 and sc.repeats)
+            inside = set(scopes)
+            stable = tuple(n for n, parts in enumerate(self.keys) if all(
+                self.parts[p][0] == "area" and self.cuts[self.part_cut[p]].scope in inside for p in parts))
+            self._plan = (scopes, stable)
+        return self._plan
+
+    def replan(self) -> None:
+        """A scope stopped repeating: configurations are made of fewer areas from now on."""
+        self._plan = None
+        self.configs.clear()
 
     def _cut(self, path: tuple[str, ...], shape: Shape) -> int:
         scope = self._scope_ids.setdefault(path, len(self._scope_ids))
@@ -125,19 +149,44 @@ class _HostKeys:
         self.keys = keys
         self.snapshot = snapshot
         self.facts: dict[str, Any] = snapshot.get("facts") or {}  # type: ignore[assignment]  # read by name
-        self.made: list[tuple[Hashable, ...] | None] = [None] * len(keys.keys)
+        self.made: list[tuple[Hashable, ...] | None] | None = None  # by key number, once configured
         self.parts: list[Hashable] = [None] * len(keys.parts)
         self.cuts: list[Hashable] = [None] * len(keys.cuts)
         self.wholes: dict[int, bytes] = {}
 
     def key(self, index: int) -> tuple[Hashable, ...]:
         """The cache key of rule `index` on this host."""
+        made = self.made if self.made is not None else self._configure()
         number = self.keys.of_rule[index]
-        got = self.made[number]
+        got = made[number]
         if got is None:
-            parts = self.parts
-            got = self.made[number] = tuple(parts[p] or self._part(p) for p in self.keys.keys[number])
+            got = made[number] = self._make(number)
         return got
+
+    def _make(self, number: int) -> tuple[Hashable, ...]:
+        parts = self.parts
+        return tuple(parts[p] or self._part(p) for p in self.keys.keys[number])
+
+    def _configure(self) -> list[tuple[Hashable, ...] | None]:
+        """The keys made of repeating areas, known from an earlier host of the same configuration (one
+        lookup for most of a host's keys) or made now and remembered."""
+        keys = self.keys
+        plan = keys.plan()
+        scopes, stable = plan
+        config = tuple(self._whole(s, self._value(s)) for s in scopes)
+        known = keys.configs.get(config)
+        if known is not None:
+            self.made = list(known)
+            return self.made
+        made: list[tuple[Hashable, ...] | None] = [None] * len(keys.keys)
+        self.made = made
+        for number in stable:
+            made[number] = self._make(number)
+        if keys.plan() is plan:  # no scope stopped repeating meanwhile
+            if len(keys.configs) >= _MAX_CONFIGS:
+                keys.configs.clear()
+            keys.configs[config] = list(made)
+        return made
 
     def _part(self, number: int) -> Hashable:
         kind, name, sub = self.keys.parts[number]
@@ -165,7 +214,8 @@ class _HostKeys:
         elif keys.scopes[cut.scope].repeats:
             memo = (self._whole(cut.scope, value), number)
             got = keys.derived.get(memo)
-            keys.scopes[cut.scope].note(got is not None)
+            if keys.scopes[cut.scope].note(got is not None):
+                keys.replan()
             if got is None:
                 if len(keys.derived) >= _MAX_DERIVED:
                     keys.derived.clear()
