@@ -85,7 +85,8 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
 
 
 def run_check(args: argparse.Namespace, env: Env) -> int:
-    from ..judge.rules import RuleSet, rule_files
+    from ..judge.rulefiles import rule_files
+    from ..judge.rules import RuleSet
     from ..judge.stage import load_ruleset
     from ..judge.waivers import load_waivers
 

@@ -161,7 +161,7 @@ class Forked(Generic[S, T]):
 def _reply(conn: Connection) -> tuple[bool, Any] | None:
     """A worker's reply, or None when there is none (its pipe closed, a reply cut off by its death)."""
     try:
-        return conn.recv() if conn.poll() else None  # type: ignore[no-any-return]
+        return conn.recv() if conn.poll() else None
     except (EOFError, OSError):
         return None
 
