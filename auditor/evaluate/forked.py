@@ -2,16 +2,16 @@
 killer's SIGKILL) makes the task it held a `Lost` result naming how it died, never a wait without end.
 Each worker gets the pool's state as an argument (inherited at the fork, never pickled), not a global.
 
-multiprocessing.Pool replaces a dead worker but drops the task it held, so `imap` waited for it forever.
-Here each worker holds one task at a time on its own pipe, and the parent waits on the pipes and on the
-processes' exit together. A worker that stays alive but answers nothing for `stall_s` (a lock copied
-locked at the fork, a task that never ends) is killed and its task is `Lost` too: a wait is bounded.
+Each worker holds its tasks on its own pipe, and the parent waits on the pipes and on the processes' exit
+together (multiprocessing.Pool replaces a dead worker but drops its task, so a wait for it never ends). A
+worker that stays alive but answers nothing for `stall_s` (a lock copied locked at the fork, a task that
+never ends) is killed and its task is `Lost` too: a wait is bounded.
 
-A stop (SIGTERM/SIGINT raised in the parent) leaves the `with` block, which
-ends every worker with SIGKILL (they die at once, whatever they hold or whatever handler they inherited).
+A stop (SIGTERM/SIGINT raised in the parent) leaves the `with` block, which ends every worker with SIGKILL
+(they die at once, whatever they hold or whatever handler they inherited).
 A parent that ends without unwinding (`kill -9`) takes its workers with it: each asks the kernel for SIGKILL
-when its parent dies (Linux PR_SET_PDEATHSIG). A worker busy in a batch would not notice its pipe close (its
-siblings' forks hold copies of it), so they outlived it by hours.
+when its parent dies (Linux PR_SET_PDEATHSIG): a worker busy in a batch would not notice its pipe close (its
+siblings' forks hold copies of it).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ POLL_S = 0.5  # the parent's wait between checks for a stop seen by another thre
 DEPTH = 2  # tasks sent to a worker ahead of its results (each a few bytes: a pipe never fills)
 QUIT_S = 10.0  # how long a worker told to quit may take before it is killed
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-STALL_S = 900.0  # a worker holding a task that answers nothing for this long is killed (a batch takes ~1 s)
+STALL_S = 900.0  # a worker holding a task that answers nothing for this long is killed (far beyond any batch)
 
 
 @dataclass(frozen=True)
