@@ -9,7 +9,7 @@ this module, facts.yaml and auditor/schemas/snapshot.schema.json disagree on a k
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import TypedDict, TypeGuard
 
 from . import facttypes as ft
 
@@ -83,6 +83,21 @@ class Snapshot(TypedDict, total=False):
     facts: Facts
     errors: dict[str, str]  # area (or probe, framing, image) → why it failed
     not_applicable: dict[str, str]  # area → why it does not apply to this target (not an error)
+
+
+class HostStub(TypedDict, total=False):
+    """What a run keeps of a host once its snapshot is judged and dropped (evaluate/retained.stub): what the
+    report document and the exit code read. No facts: code that needs them holds the whole Snapshot."""
+
+    labels: dict[str, str]
+    errors: dict[str, str]
+    not_applicable: dict[str, str]
+    probe: ProbeInfo
+
+
+def is_whole(doc: Snapshot | HostStub) -> TypeGuard[Snapshot]:
+    """A whole snapshot, not a stub: every snapshot holds `facts` (REQUIRED_KEYS), no stub does."""
+    return "facts" in doc
 
 
 # The top-level keys, in document order, with how a rule sees each one that is not declared in facts.yaml

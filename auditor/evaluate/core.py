@@ -119,7 +119,7 @@ class Evaluation:
             self._accept(entry, part.views)
 
     def _evaluate(self, result: HostResult, position: int) -> tuple[Entry, NormalView | None]:
-        snap = result.snapshot
+        snap = result.whole
         if result.status != "ok" or snap is None:
             return Entry(position, result, []), None
         extra = self.sidecar(snap) if self.sidecar is not None else None

@@ -13,7 +13,7 @@ from typing import Any
 from ..contentkey import Shared
 from ..judge.fleet import FleetSlice
 from ..models import HostResult
-from ..snapshotdoc import Snapshot
+from ..snapshotdoc import HostStub
 
 _SUMMARY_SHARED = ("ami_id", "az", "os", "kernel", "cpu")
 
@@ -50,7 +50,7 @@ def intern_slice(shared: Shared, cut: FleetSlice, host: HostResult) -> None:
         cut["labels"] = labels
 
 
-def _intern_status(shared: Shared, kept: Snapshot) -> None:
+def _intern_status(shared: Shared, kept: HostStub) -> None:
     """Collector errors, areas not applicable and probe status: equal across a configuration's hosts."""
     if "errors" in kept:
         kept["errors"] = shared.one(kept["errors"])

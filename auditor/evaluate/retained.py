@@ -12,7 +12,7 @@ from ..judge.plain import Judging
 from ..judge.shapes import Shape, merge_shapes, prune
 from ..models import HostResult
 from ..reportdoc import facts_summary
-from ..snapshotdoc import Facts, HostInfo, ProbeInfo, Snapshot
+from ..snapshotdoc import Facts, HostInfo, HostStub, ProbeInfo, Snapshot
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,11 @@ def _facts(areas: dict[str, Any]) -> Facts:
 
 def stub(result: HostResult) -> HostResult:
     """The host's outcome without its snapshot: labels, collector errors, probe completeness, headline facts
-    (what the report document and the exit code read). A Snapshot holding only those keys."""
-    snap = result.snapshot
+    (what the report document and the exit code read)."""
+    snap = result.whole
     if snap is None:
         return result
-    kept = Snapshot()
+    kept = HostStub()
     if "labels" in snap:
         labels = snap["labels"]
         kept["labels"] = result.spec.labels if labels == result.spec.labels else labels  # one dict, not two
