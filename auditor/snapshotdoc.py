@@ -69,9 +69,9 @@ class Facts(TypedDict, total=False):
 class Snapshot(TypedDict, total=False):
     """One host's snapshot document (`"schema": "ami-auditor/snapshot/1"`), as the code reading it sees it.
 
-    Every key is optional to the type: a snapshot read back is host data, and the evaluation keeps stubs
-    and slices of one (`HostResult.snapshot`, what fleet rules read), so readers use `.get`. What a whole
-    document must hold is REQUIRED_KEYS, enforced by the JSON Schema made from it."""
+    Every key is optional to the type: a snapshot read back is host data, so readers use `.get`. What a
+    whole document must hold is REQUIRED_KEYS, enforced by the JSON Schema made from it. What a run keeps
+    of one has its own types: HostStub, and judge.fleet.FleetSlice."""
 
     schema: str
     name: str

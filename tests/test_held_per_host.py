@@ -28,6 +28,15 @@ def test_the_stub_keeps_one_labels_dict_and_the_report_row_shares_it() -> None:
     assert _host(other)["labels"] == {"az": "us-east-1b", "os": "al2"}  # the snapshot's own, when they differ
 
 
+def test_a_stub_is_no_whole_snapshot_and_holds_only_what_the_report_reads() -> None:
+    spec = HostSpec("h", "local", {"az": "us-east-1a"})
+    whole = HostResult(spec, "ok", None, {**SNAP, "errors": {"gpu": "timed out"}, "host": {"az": "x"}})
+    assert whole.whole is whole.snapshot
+    kept = stub(whole)
+    assert kept.whole is None and kept.snapshot is not None  # code needing facts cannot take a stub for them
+    assert set(kept.snapshot) == {"labels", "errors", "probe"} and kept.complete
+
+
 @pytest.mark.parametrize("quiet", [True, False])
 def test_a_quiet_scan_keeps_no_summary_lines(replayed: Path, tmp_path: Path,  # noqa: F811
                                              monkeypatch: pytest.MonkeyPatch, quiet: bool) -> None:
