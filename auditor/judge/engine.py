@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,7 +148,7 @@ class _HostKeys:
     def __init__(self, keys: _Keys, snapshot: Snapshot):
         self.keys = keys
         self.snapshot = snapshot
-        self.facts: dict[str, Any] = snapshot.get("facts") or {}  # type: ignore[assignment]  # read by name
+        self.facts: Mapping[str, Any] = snapshot.get("facts") or {}
         self.made: list[tuple[Hashable, ...] | None] | None = None  # by key number, once configured
         self.parts: list[Hashable] = [None] * len(keys.parts)
         self.cuts: list[Hashable] = [None] * len(keys.cuts)
