@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .options import SSM_DOCUMENT_NAME
-from .snapshotdoc import Snapshot
+from .snapshotdoc import HostStub, Snapshot, is_whole
 
 PROBE_REFUSED_STATUS = "probe_refused"  # reached, but the host ran no probe (its words are the error)
 HOST_STATUSES = ("ok", "unreachable", "auth_failed", "host_key_rejected", "timeout", PROBE_REFUSED_STATUS, "error")
@@ -146,13 +146,19 @@ class HostResult:
     spec: HostSpec
     status: str = "ok"
     error: str | None = None
-    snapshot: Snapshot | None = None
+    snapshot: Snapshot | HostStub | None = None  # a stub once the evaluation core has judged it
     duration_s: float = 0.0
     summary: dict[str, Any] | None = None  # headline facts, when only a stub of the snapshot is kept (analyze)
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def whole(self) -> Snapshot | None:
+        """The whole snapshot while it is held; None for a host not reached or once only its stub is kept."""
+        snap = self.snapshot
+        return snap if snap is not None and is_whole(snap) else None
 
     @property
     def complete(self) -> bool:

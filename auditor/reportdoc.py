@@ -37,7 +37,7 @@ def _host(result: HostResult) -> dict[str, Any]:
         "failed_areas": list((snap.get("probe") or {}).get("failed_areas") or []),
         "not_read": not_read_doc(snap.get("errors") or {}, (snap.get("probe") or {}).get("failed_areas"),
                                  snap.get("not_applicable")),
-        "facts_summary": result.summary or (facts_summary(snap) if snap else None),
+        "facts_summary": result.summary or (facts_summary(result.whole) if result.whole else None),
     }
 
 

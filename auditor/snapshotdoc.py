@@ -9,7 +9,7 @@ this module, facts.yaml and auditor/schemas/snapshot.schema.json disagree on a k
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import TypedDict, TypeGuard
 
 from . import facttypes as ft
 
@@ -69,9 +69,9 @@ class Facts(TypedDict, total=False):
 class Snapshot(TypedDict, total=False):
     """One host's snapshot document (`"schema": "ami-auditor/snapshot/1"`), as the code reading it sees it.
 
-    Every key is optional to the type: a snapshot read back is host data, and the evaluation keeps stubs
-    and slices of one (`HostResult.snapshot`, what fleet rules read), so readers use `.get`. What a whole
-    document must hold is REQUIRED_KEYS, enforced by the JSON Schema made from it."""
+    Every key is optional to the type: a snapshot read back is host data, so readers use `.get`. What a
+    whole document must hold is REQUIRED_KEYS, enforced by the JSON Schema made from it. What a run keeps
+    of one has its own types: HostStub, and judge.fleet.FleetSlice."""
 
     schema: str
     name: str
@@ -83,6 +83,21 @@ class Snapshot(TypedDict, total=False):
     facts: Facts
     errors: dict[str, str]  # area (or probe, framing, image) → why it failed
     not_applicable: dict[str, str]  # area → why it does not apply to this target (not an error)
+
+
+class HostStub(TypedDict, total=False):
+    """What a run keeps of a host once its snapshot is judged and dropped (evaluate/retained.stub): what the
+    report document and the exit code read. No facts: code that needs them holds the whole Snapshot."""
+
+    labels: dict[str, str]
+    errors: dict[str, str]
+    not_applicable: dict[str, str]
+    probe: ProbeInfo
+
+
+def is_whole(doc: Snapshot | HostStub) -> TypeGuard[Snapshot]:
+    """A whole snapshot, not a stub: every snapshot holds `facts` (REQUIRED_KEYS), no stub does."""
+    return "facts" in doc
 
 
 # The top-level keys, in document order, with how a rule sees each one that is not declared in facts.yaml

@@ -1,8 +1,8 @@
 """A bounded pool of daemon threads whose results arrive as they finish, and that a stop never waits out.
 
-`concurrent.futures` joins its worker threads when the pool closes and again at interpreter exit, so
-SIGTERM waited as long as the slowest worker (an ssh connect to a host that never answers, a reader
-deep in a hostile image). Here a stop (interrupt.py) lets running tasks unwind for `STOP_GRACE_S` (an
+`concurrent.futures` joins its worker threads when the pool closes and at interpreter exit, so a stop
+would wait for the slowest worker (an ssh connect to a host that never answers, a reader deep in a
+hostile image). Here a stop (interrupt.py) lets running tasks unwind for `STOP_GRACE_S` (an
 image reader checks the stop at every read; `finally` blocks run), then runs the cleanups still pending
 (interrupt.on_stop: an `ami://` volume is not left behind a busy reader), waits for cleanups under way,
 and leaves the rest: daemon threads end with the process.

@@ -4,9 +4,8 @@ they load, and (with -i INVENTORY) the scanner's CPU per host beyond start-up.
     python3 -m benchmarks.bench_startup [--runs N] [-i INVENTORY [--parallel N]]
 
 Every figure is a median over --runs whole processes (after one warm-up run, with Python's bytecode
-cache on in a temporary directory, as an installed wheel has it). `rules list` is measured twice: with
-its listing cache (judge/listcache.py, in a temporary XDG_CACHE_HOME that the warm-up run fills) and
-with no cache, validating every pack as the first run after an edit does. "cpu" is the process's user+system
+cache on in a temporary directory, as an installed wheel has it). `rules list` validates every pack on
+each run. "cpu" is the process's user+system
 time (os.wait4), which a busy machine inflates far less than wall time. With an inventory (for
 example the test fleet's: `AMI_AUDITOR_FLEET_NET=N python -m tests.fleet up --extra 13`), it runs
 `collect` on 1 host and on all of them and prints the marginal CPU per host: (cpu(all) - cpu(1)) /
@@ -63,22 +62,17 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=8)
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-startup.") as tmp:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc"),
-               "XDG_CACHE_HOME": str(Path(tmp) / "cache")}  # the warm-up run fills it: `rules list` hits
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        no_cache = Path(tmp) / "no-cache"
-        no_cache.write_text("")  # a file, not a directory: nothing can be cached, every run validates
         cli = [sys.executable, "-m", "auditor.cli"]
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; medians of {opts.runs} runs")
         print(f"{'command':<34} {'wall s':>8} {'cpu s':>8}  heavy libraries loaded")
         base = median_run([sys.executable, "-c", "pass"], env, opts.runs)
         print(f"{'python -c pass':<34} {base[0]:8.3f} {base[1]:8.3f}")
-        for label, args, run_env in (("", ["--help"], env), ("", ["scan", "--help"], env),
-                                     ("", ["rules", "list"], env),
-                                     (" (no cache)", ["rules", "list"], {**env, "XDG_CACHE_HOME": str(no_cache)})):
-            wall, cpu, _ = median_run([*cli, *args], run_env, opts.runs)
-            print(f"{'ami-auditor ' + ' '.join(args) + label:<34} {wall:8.3f} {cpu:8.3f}  "
-                  f"{', '.join(heavy_loaded(args, run_env)) or '-'}")
+        for args in (["--help"], ["scan", "--help"], ["rules", "list"]):
+            wall, cpu, _ = median_run([*cli, *args], env, opts.runs)
+            print(f"{'ami-auditor ' + ' '.join(args):<34} {wall:8.3f} {cpu:8.3f}  "
+                  f"{', '.join(heavy_loaded(args, env)) or '-'}")
         if opts.inventory:
             scanner_cpu(cli, opts.inventory, opts.parallel, env, opts.runs, Path(tmp))
 

@@ -26,7 +26,7 @@ from auditor.context import Env
 from auditor.errors import InputError
 from auditor.evaluate.core import EvalPlan, Evaluation
 from auditor.evaluate.files import as_result
-from auditor.evaluate.keep import fleet_cut, fleet_slice
+from auditor.evaluate.retained import fleet_cut, fleet_slice
 from auditor.judge import fleet
 from auditor.judge.engine import Judge
 from auditor.judge.rules import load_rules

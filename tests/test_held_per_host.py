@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from auditor import pipeline
-from auditor.evaluate.keep import stub
+from auditor.evaluate.retained import stub
 from auditor.models import HostResult, HostSpec
 from auditor.reportdoc import _host
 from tests.test_one_core import _report, _run, replayed  # noqa: F401 - the fixture
@@ -26,6 +26,15 @@ def test_the_stub_keeps_one_labels_dict_and_the_report_row_shares_it() -> None:
     other = stub(HostResult(spec, "ok", None, {**SNAP, "labels": {"az": "us-east-1b", "os": "al2"}}))
     assert other.snapshot is not None and other.snapshot["labels"] == {"az": "us-east-1b", "os": "al2"}
     assert _host(other)["labels"] == {"az": "us-east-1b", "os": "al2"}  # the snapshot's own, when they differ
+
+
+def test_a_stub_is_no_whole_snapshot_and_holds_only_what_the_report_reads() -> None:
+    spec = HostSpec("h", "local", {"az": "us-east-1a"})
+    whole = HostResult(spec, "ok", None, {**SNAP, "errors": {"gpu": "timed out"}, "host": {"az": "x"}})
+    assert whole.whole is whole.snapshot
+    kept = stub(whole)
+    assert kept.whole is None and kept.snapshot is not None  # code needing facts cannot take a stub for them
+    assert set(kept.snapshot) == {"labels", "errors", "probe"} and kept.complete
 
 
 @pytest.mark.parametrize("quiet", [True, False])

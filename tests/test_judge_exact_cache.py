@@ -1,5 +1,5 @@
 """The judge's shortcuts never change a verdict: results cached by the part of each area a rule reads
-(judge/shapes.py) and filter verdicts remembered per distinct row (judge/rowmemo.py) give, host for host,
+(judge/shapes.py) and filter verdicts remembered per distinct row (judge/row_verdicts.py) give, host for host,
 exactly what evaluating every rule afresh on every host gives — over hosts that differ in the fields the
 rules read, in fields they do not read, and in hostile ways (a `true` where a count belongs, `"3"`, `3.0`,
 rows that are not objects, missing fields, areas of the wrong type)."""
@@ -18,7 +18,8 @@ from jmespath.visitor import TreeInterpreter
 
 from auditor.judge.engine import Judge
 from auditor.judge.functions import OPTIONS
-from auditor.judge.rowmemo import RowMemoInterpreter, row_fields
+from auditor.judge.plain import PlainJudge
+from auditor.judge.row_verdicts import RowVerdictInterpreter, row_fields
 from auditor.judge.rules import load_rules
 from tests.fuzz import fuzz_settings
 from tests.test_rules_builtin import recorded
@@ -136,9 +137,7 @@ def _twin(rng: random.Random, snap: dict[str, Any], i: int) -> dict[str, Any]:
 
 def _reference(ruleset: Any, snap: dict[str, Any]) -> list[dict[str, Any]]:
     """Every rule evaluated afresh on this one host, with jmespath's own interpreter."""
-    judge = Judge(ruleset)
-    judge._interp = TreeInterpreter(OPTIONS)  # no remembered verdicts
-    return [asdict(f) for f in judge.judge(snap)]
+    return [asdict(f) for f in PlainJudge(ruleset).judge(snap)]
 
 
 def test_cached_and_remembered_verdicts_equal_fresh_evaluation(tmp_path: Path) -> None:
@@ -159,7 +158,7 @@ def test_cached_and_remembered_verdicts_equal_fresh_evaluation(tmp_path: Path) -
     # the shortcuts were taken (otherwise this proves nothing): far fewer runs than rules x hosts
     rules_per_host = sum(1 for r in ruleset.rules if r.fleet is None)
     assert judge.evaluations < rules_per_host * len(hosts) * 0.6
-    assert judge._interp.memo  # type: ignore[attr-defined]
+    assert judge.plain.interpreter.memo  # type: ignore[attr-defined]
     # and the hosts really differ in what the rules read: many distinct verdict sets
     assert len({repr(sorted((f["rule"], f["item"], f["title"]) for f in g)) for g in got}) > 40
 
@@ -257,7 +256,7 @@ def test_remembered_verdicts_equal_jmespaths_whatever_the_rows(batches: list[lis
         except TypeError as exc:  # jmespath refuses `"a" >= 1`: the judge names that rule's error
             return ("error", str(exc))
 
-    memo = RowMemoInterpreter(OPTIONS)
+    memo = RowVerdictInterpreter(OPTIONS)
     fresh = TreeInterpreter(OPTIONS)
     for expr in _FILTERS:
         parsed = jmespath.compile(f"x[?{expr}]").parsed

@@ -1,4 +1,4 @@
-"""What the evaluation core keeps of hosts of one configuration is held once (evaluate/share.py, with
+"""What the evaluation core keeps of hosts of one configuration is held once (evaluate/interning.py, with
 contentkey.Shared), and the
 report is the same as if every host kept its own copies."""
 

@@ -72,7 +72,7 @@ def test_many_hosts_are_counted_not_all_named() -> None:
 
 
 def test_not_evaluated_rules_fold_below_the_findings_one_line_per_area() -> None:
-    """As the judge makes them (judge/engine.py _not_evaluated): an area not read, or a rule that raised."""
+    """As the judge makes them (judge/plain.py not_evaluated): an area not read, or a rule that raised."""
     report = cloned_report()
     why = "systemd not collected (systemd is not running)"
     report.findings += [Finding(h, rule, "info", f"{rule} could not be evaluated: {why}",

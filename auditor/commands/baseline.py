@@ -45,11 +45,12 @@ def _snapshot(args: argparse.Namespace, env: Env) -> Snapshot | int:
     if len(specs) != 1:
         raise InputError(f"a baseline comes from one host; got {len(specs)} (pick one with --host NAME)")
     result = collect_host(specs[0], opts.binaries, opts.deadline_s, opts.exec_versions, opts.deep_cpu)
-    if result.snapshot is None:
+    snap = result.whole
+    if snap is None:
         redact_errors([result])
         env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
         return exitcodes.INCOMPLETE
-    return result.snapshot
+    return snap
 
 
 def run_capture(args: argparse.Namespace, env: Env) -> int:

@@ -78,7 +78,7 @@ def _collect(spec: HostSpec, deadline: float, env: Env) -> Snapshot | None:
     if result.snapshot is None:
         redact_errors([result])
         env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
-    return result.snapshot
+    return result.whole
 
 
 def compare(a: Baseline | Snapshot, b: Baseline | Snapshot) -> list[Difference]:

@@ -68,19 +68,10 @@ def _rows(ruleset: RuleSet) -> list[dict]:
 
 
 def run_list(args: argparse.Namespace, env: Env) -> int:
-    from ..judge.listcache import Listing, listing_key, read_listing, write_listing
+    from ..judge.stage import load_ruleset  # YAML, JMESPath and jinja2 load only here
 
-    opts = rule_options(args)
-    key = listing_key(opts)
-    listing = read_listing(key) if key else None
-    if listing is None:  # validate (a malformed pack is never cached: exit 2 naming file and line, every run)
-        from ..judge.stage import load_ruleset  # YAML, JMESPath and jinja2 load only here
-
-        ruleset = load_ruleset(opts)
-        listing = Listing(_rows(ruleset), len(ruleset.packs))
-        if key and key == listing_key(opts):
-            write_listing(key, listing)  # unless a file changed while it was validated
-    rows = listing.rows
+    ruleset = load_ruleset(rule_options(args))  # every pack validated: a malformed one exits 2 naming file and line
+    rows = _rows(ruleset)
     if args.json:
         env.out_json(rows)
         return 0
@@ -89,12 +80,13 @@ def run_list(args: argparse.Namespace, env: Env) -> int:
         env.out(f"{r['id']:<{width}}  {r['severity']:<8}  {r['title']}")
         for ref in r["refs"]:  # its public sources, one a line under it
             env.out(f"{'':<{width}}  source    {ref}")
-    env.out(f"{len(rows)} rules in {listing.packs} packs")
+    env.out(f"{len(rows)} rules in {len(ruleset.packs)} packs")
     return 0
 
 
 def run_check(args: argparse.Namespace, env: Env) -> int:
-    from ..judge.rules import RuleSet, rule_files
+    from ..judge.rulefiles import rule_files
+    from ..judge.rules import RuleSet
     from ..judge.stage import load_ruleset
     from ..judge.waivers import load_waivers
 

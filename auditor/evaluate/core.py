@@ -25,12 +25,14 @@ from ..compare.normalize import NormalView
 from ..compare.stage import ComparePlan
 from ..contentkey import Shared
 from ..judge import stage as judge_stage
-from ..judge.engine import FleetRead, Judge
+from ..judge.engine import Judge
+from ..judge.fleet import FleetSlice
+from ..judge.plain import FleetRead
 from ..judge.stage import JudgePlan
 from ..models import Finding, HostResult, HostSpec, Report, severity_rank
 from ..snapshotdoc import Snapshot
-from .keep import fleet_cut, fleet_slice, stub
-from .share import share_slice, share_stub
+from .interning import intern_slice, intern_stub
+from .retained import fleet_cut, fleet_slice, stub
 
 DUPLICATE = "duplicate host name: an earlier snapshot names the same host"
 Sidecar = Callable[[Snapshot], Any]  # run on each snapshot before it is judged (trends, store rows)
@@ -50,11 +52,11 @@ class Entry:
     """All the core keeps of one host."""
 
     position: int
-    host: HostResult  # its snapshot is a stub (keep.stub)
+    host: HostResult  # its snapshot is a stub (retained.stub)
     findings: list[Finding]
     view: ViewRef | None = None
     attrs: dict[str, str] | None = None
-    slice: Snapshot | None = None
+    slice: FleetSlice | None = None
     fleet: tuple[FleetRead, ...] = ()  # what the host gives each fleet rule (Judge.fleet_reads)
     extra: Any = None  # what the sidecar returned
     source: str | None = None  # the file it was read from (names a duplicate); dropped once accepted
@@ -117,7 +119,7 @@ class Evaluation:
             self._accept(entry, part.views)
 
     def _evaluate(self, result: HostResult, position: int) -> tuple[Entry, NormalView | None]:
-        snap = result.snapshot
+        snap = result.whole
         if result.status != "ok" or snap is None:
             return Entry(position, result, []), None
         extra = self.sidecar(snap) if self.sidecar is not None else None
@@ -150,12 +152,12 @@ class Evaluation:
 
     def _hold(self, entry: Entry) -> None:
         """How the core holds an accepted host: the sidecar's result as `keep` makes it (a store row
-        spooled), and what it has in common with hosts of its configuration held once (evaluate/share.py)."""
+        spooled), and what it has in common with hosts of its configuration held once (evaluate/interning.py)."""
         if self._keep is not None and entry.extra is not None:
             entry.extra = self._keep(entry.extra)
-        share_stub(self._shared, entry.host)
+        intern_stub(self._shared, entry.host)
         if entry.slice is not None:
-            share_slice(self._shared, entry.slice, entry.host)
+            intern_slice(self._shared, entry.slice, entry.host)
         entry.attrs = self._shared.one(entry.attrs)
 
     def extras(self) -> Iterable[tuple[HostResult, Any]]:

@@ -1,11 +1,13 @@
 """Saved snapshot files into the evaluation core, on every core: each worker process reads a batch of
-files, judges and indexes them with its own core (its Judge caches last across its batches), and hands
-its part to the parent, which merges them in file order. A file that cannot be read or is not a valid
-snapshot is that host's status (`error`, naming the file and line), never the end of the run."""
+files, judges and indexes them with its own core (the pool's worker state, with the file list; its Judge
+caches last across its batches), and hands its part to the parent, which merges them in file order. A file
+that cannot be read or is not a valid snapshot is that host's status (`error`, naming the file and line),
+never the end of the run."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..compare.sources import load_snapshot_file
@@ -20,8 +22,15 @@ from .forked import Forked, Lost
 
 BATCH = 500  # files per task: big enough to amortize a task, small enough to stream
 READ_AHEAD = 32  # files the kernel is asked to read ahead of the one being parsed (~2.5 MB of snapshots)
-_WORKER: Evaluation | None = None  # a worker's core, set in the parent before the pool forks
-_FILES: Sequence[str] = ()  # the files, likewise: a task names a batch by its positions
+
+
+@dataclass(frozen=True)
+class _Batches:
+    """A worker's state, made in the parent and inherited at the fork: its own core, and the files (a task
+    names a batch by its positions)."""
+
+    core: Evaluation
+    files: Sequence[str]
 
 
 def read_host(path: str) -> HostResult:
@@ -77,34 +86,32 @@ def _batches(files: Sequence[str], size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, len(files))) for start in range(0, len(files), size)]
 
 
-def _run_batch(batch: tuple[int, int]) -> Part:
-    assert _WORKER is not None
+def _start_worker(state: _Batches) -> None:
+    forked_child_signals()
+
+
+def _run_batch(state: _Batches, batch: tuple[int, int]) -> Part:
     start, stop = batch
-    for offset, path in enumerate(_read_ahead(_FILES[start:stop])):
-        _WORKER.add(read_host(path), start + offset, text_of(path))
-    return _WORKER.take()
+    for offset, path in enumerate(_read_ahead(state.files[start:stop])):
+        state.core.add(read_host(path), start + offset, text_of(path))
+    return state.core.take()
 
 
 def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int | None = None) -> None:
     """Every file through `core`: in this process (one job, or few files), else on `jobs` forked workers
     running the same core, merged here in file order."""
-    global _WORKER, _FILES
     size = batch or BATCH
-    try:
-        if jobs <= 1 or len(files) <= size:
-            for path in _read_ahead(files):
-                core.add(read_host(path), source=text_of(path))
-            return
-        _WORKER = Evaluation(core.plan, core.judge, worker=True, sidecar=core.sidecar)
-        _FILES = files
-        with Forked(_run_batch, jobs, forked_child_signals) as pool:
-            for (start, stop), part in pool.ordered(_batches(files, size)):
-                if isinstance(part, Lost):
-                    _not_evaluated(core, start, files[start:stop], part.how)
-                else:
-                    core.merge(part)
-    finally:
-        _WORKER, _FILES = None, ()
+    if jobs <= 1 or len(files) <= size:
+        for path in _read_ahead(files):
+            core.add(read_host(path), source=text_of(path))
+        return
+    state = _Batches(Evaluation(core.plan, core.judge, worker=True, sidecar=core.sidecar), files)
+    with Forked(_run_batch, jobs, _start_worker, state) as pool:
+        for (start, stop), part in pool.ordered(_batches(files, size)):
+            if isinstance(part, Lost):
+                _not_evaluated(core, start, files[start:stop], part.how)
+            else:
+                core.merge(part)
 
 
 def _not_evaluated(core: Evaluation, start: int, paths: Sequence[str], how: str) -> None:

@@ -1,16 +1,17 @@
 """Tasks on forked worker processes, each result handed over in task order; a worker that dies (the OOM
 killer's SIGKILL) makes the task it held a `Lost` result naming how it died, never a wait without end.
+Each worker gets the pool's state as an argument (inherited at the fork, never pickled), not a global.
 
-multiprocessing.Pool replaces a dead worker but drops the task it held, so `imap` waited for it forever.
-Here each worker holds one task at a time on its own pipe, and the parent waits on the pipes and on the
-processes' exit together. A worker that stays alive but answers nothing for `stall_s` (a lock copied
-locked at the fork, a task that never ends) is killed and its task is `Lost` too: a wait is bounded.
+Each worker holds its tasks on its own pipe, and the parent waits on the pipes and on the processes' exit
+together (multiprocessing.Pool replaces a dead worker but drops its task, so a wait for it never ends). A
+worker that stays alive but answers nothing for `stall_s` (a lock copied locked at the fork, a task that
+never ends) is killed and its task is `Lost` too: a wait is bounded.
 
-A stop (SIGTERM/SIGINT raised in the parent) leaves the `with` block, which
-ends every worker with SIGKILL (they die at once, whatever they hold or whatever handler they inherited).
+A stop (SIGTERM/SIGINT raised in the parent) leaves the `with` block, which ends every worker with SIGKILL
+(they die at once, whatever they hold or whatever handler they inherited).
 A parent that ends without unwinding (`kill -9`) takes its workers with it: each asks the kernel for SIGKILL
-when its parent dies (Linux PR_SET_PDEATHSIG). A worker busy in a batch would not notice its pipe close (its
-siblings' forks hold copies of it), so they outlived it by hours.
+when its parent dies (Linux PR_SET_PDEATHSIG): a worker busy in a batch would not notice its pipe close (its
+siblings' forks hold copies of it).
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ from typing import Any, Generic, TypeVar
 from .. import interrupt
 
 T = TypeVar("T")
+S = TypeVar("S")
 POLL_S = 0.5  # the parent's wait between checks for a stop seen by another thread
 DEPTH = 2  # tasks sent to a worker ahead of its results (each a few bytes: a pipe never fills)
 QUIT_S = 10.0  # how long a worker told to quit may take before it is killed
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-STALL_S = 900.0  # a worker holding a task that answers nothing for this long is killed (a batch takes ~1 s)
+STALL_S = 900.0  # a worker holding a task that answers nothing for this long is killed (far beyond any batch)
 
 
 @dataclass(frozen=True)
@@ -52,15 +54,18 @@ class _Worker:
     since: float = 0.0  # monotonic time of its last answer (or of the task that ended its idleness)
 
 
-class Forked(Generic[T]):
-    """`jobs` forked processes running `work` (each runs `init` first); use as a context manager."""
+class Forked(Generic[S, T]):
+    """`jobs` forked processes, each running `init(state)` once, then `work(state, task)` per task; use as a
+    context manager."""
 
-    def __init__(self, work: Callable[[T], Any], jobs: int, init: Callable[[], None], stall_s: float = STALL_S):
+    def __init__(self, work: Callable[[S, T], Any], jobs: int, init: Callable[[S], None], state: S,
+                 stall_s: float = STALL_S):
         self._work, self._jobs, self._init, self._stall_s = work, max(1, jobs), init, stall_s
+        self._state = state
         self._ctx = multiprocessing.get_context("fork")
         self._workers: list[_Worker] = []
 
-    def __enter__(self) -> Forked[T]:
+    def __enter__(self) -> Forked[S, T]:
         return self
 
     def __exit__(self, kind: object, *_: object) -> None:
@@ -97,8 +102,8 @@ class Forked(Generic[T]):
 
     def _start(self) -> None:
         mine, theirs = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(self._work, theirs, self._init, os.getpid()), daemon=True,
-                                 name="ami-auditor-worker")
+        proc = self._ctx.Process(target=_serve, args=(self._work, theirs, self._init, self._state, os.getpid()),
+                                 daemon=True, name="ami-auditor-worker")
         proc.start()
         theirs.close()
         self._workers.append(_Worker(proc, mine))
@@ -156,7 +161,7 @@ class Forked(Generic[T]):
 def _reply(conn: Connection) -> tuple[bool, Any] | None:
     """A worker's reply, or None when there is none (its pipe closed, a reply cut off by its death)."""
     try:
-        return conn.recv() if conn.poll() else None  # type: ignore[no-any-return]
+        return conn.recv() if conn.poll() else None
     except (EOFError, OSError):
         return None
 
@@ -179,11 +184,11 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _serve(work: Callable[[Any], Any], conn: Connection, init: Callable[[], None], parent: int) -> None:
+def _serve(work: Callable[[S, Any], Any], conn: Connection, init: Callable[[S], None], state: S, parent: int) -> None:
     """A worker: tasks from the pipe until None or the parent is gone, each reply (True, result) or
     (False, the exception), so the parent raises a task's bug as Pool did."""
     _die_with(parent)
-    init()
+    init(state)
     while True:
         try:
             task = conn.recv()
@@ -192,7 +197,7 @@ def _serve(work: Callable[[Any], Any], conn: Connection, init: Callable[[], None
         if task is None:
             return
         try:
-            reply: tuple[bool, Any] = (True, work(task))
+            reply: tuple[bool, Any] = (True, work(state, task))
         except Exception as exc:  # noqa: BLE001 - raised in the parent
             reply = (False, exc)
         try:

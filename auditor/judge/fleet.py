@@ -21,10 +21,10 @@ import math
 import statistics
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from ..models import Finding
-from ..snapshotdoc import Snapshot
+from ..snapshotdoc import Facts, HostInfo, Snapshot
 from .functions import OPTIONS
 from .rules import FleetSpec, Rule
 from .templates import render_title
@@ -33,7 +33,25 @@ MAX_NAMED = 50  # host names carried in one finding (a baked AMI can make 10,000
 LIMIT = 2**63  # an `outlier` number beyond this is no counter (and a float product of it stays finite)
 
 
-def _name(snapshot: Snapshot) -> str:
+class FleetSlice(TypedDict, total=False):
+    """What the fleet step keeps of a host: who it is and the facts the fleet rules' titles read (a cut of
+    its snapshot, evaluate/retained.fleet_slice). A whole snapshot is one too (`as_slice`)."""
+
+    name: str
+    target: str
+    labels: dict[str, str]
+    errors: dict[str, str]
+    not_applicable: dict[str, str]
+    host: HostInfo
+    facts: Facts
+
+
+def as_slice(snapshot: Snapshot) -> FleetSlice:
+    """A whole snapshot as a fleet slice: it holds everything a slice does."""
+    return snapshot
+
+
+def _name(snapshot: FleetSlice) -> str:
     return str(snapshot.get("name") or snapshot.get("target") or "?")
 
 
@@ -48,7 +66,7 @@ def _values(spec: FleetSpec, snapshot: Snapshot) -> list[str]:
     return sorted({_shown(v) for v in items if v not in (None, "", [], {})})
 
 
-def _group(spec: FleetSpec, snapshot: Snapshot) -> str | None:
+def _group(spec: FleetSpec, snapshot: FleetSlice) -> str | None:
     if spec.within is None:
         return ""
     value: object = (snapshot.get("labels") or {}).get(spec.within)
@@ -57,7 +75,7 @@ def _group(spec: FleetSpec, snapshot: Snapshot) -> str | None:
     return None if value is None else str(value)
 
 
-def _finding(rule: Rule, snapshot: Snapshot, item: dict[str, Any], evidence: dict[str, Any],
+def _finding(rule: Rule, snapshot: FleetSlice, item: dict[str, Any], evidence: dict[str, Any],
              label: str | None = None) -> Finding:
     title = render_title(rule.title, {
         "item": item, "facts": snapshot.get("facts"), "host": snapshot.get("host"), "labels": snapshot.get("labels"),
@@ -105,7 +123,7 @@ def _number(value: object) -> int | float | None:
     return value if -LIMIT <= value <= LIMIT else None
 
 
-def findings(rule: Rule, taking: list[tuple[Snapshot, Taking]]) -> list[Finding]:
+def findings(rule: Rule, taking: list[tuple[FleetSlice, Taking]]) -> list[Finding]:
     """Findings of one fleet rule from the hosts taking part, each with what it gives the rule (`read`);
     a snapshot needs only what the rule's title reads. Hosts are grouped by position and named only
     where a finding names them: on a fleet of unique identities nothing is sorted but the groups."""
@@ -137,7 +155,7 @@ def findings(rule: Rule, taking: list[tuple[Snapshot, Taking]]) -> list[Finding]
     return out
 
 
-def _off_majority(rule: Rule, taking: list[tuple[Snapshot, Taking]], by_value: dict[str, list[int]],
+def _off_majority(rule: Rule, taking: list[tuple[FleetSlice, Taking]], by_value: dict[str, list[int]],
                   context: dict[str, Any]) -> list[Finding]:
     """`agree`: a finding for each host of a disagreeing group that does not hold its most common value."""
     names = {v: [_name(taking[i][0]) for i in at] for v, at in by_value.items()}
@@ -157,7 +175,7 @@ def _off_majority(rule: Rule, taking: list[tuple[Snapshot, Taking]], by_value: d
     return out
 
 
-def _outliers(rule: Rule, taking: list[tuple[Snapshot, Taking]]) -> list[Finding]:
+def _outliers(rule: Rule, taking: list[tuple[FleetSlice, Taking]]) -> list[Finding]:
     """`outlier`: a finding for each host far above its group's median (the module docstring)."""
     spec = rule.fleet
     assert spec is not None

@@ -1,5 +1,4 @@
-"""Which rule-pack files a run reads (built-in packs, then each --rules DIR or file): stdlib only, so the
-`rules list` cache (listcache.py) can key on them without loading the YAML, JMESPath and jinja2 libraries."""
+"""Which rule-pack files a run reads (built-in packs, then each --rules DIR or file), found without reading them."""
 
 from __future__ import annotations
 

@@ -184,7 +184,7 @@ def _compile_expr(text: str, key: str, node: LineDict, pack: Pack, item: FactSpe
         msg = " ".join(str(exc).split())
         raise InputError(f"{key}: invalid JMESPath expression: {msg}", pack.source, line) from None
     try:
-        result, reads = analyze(compiled.parsed, item=item, used=used)  # type: ignore[arg-type]  # jmespath AST
+        result, reads = analyze(compiled.parsed, item=item, used=used)
     except PathError as exc:
         raise InputError(f"{key}: {exc}", pack.source, line) from None
     except RecursionError:

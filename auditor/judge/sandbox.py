@@ -199,7 +199,8 @@ def _replace(eval_ctx: Any, s: str, old: str, new: str, count: int | None = None
 def _join(eval_ctx: Any, value: Iterable[Any], d: str = "", attribute: str | int | None = None) -> str:
     items = list(value)
     _too_big("join separators", max(len(items) - 1, 0) * len(str(d)))
-    return filters.do_join(eval_ctx, items, d, attribute)
+    joined: str = filters.do_join(eval_ctx, items, d, attribute)
+    return joined
 
 
 @pass_environment

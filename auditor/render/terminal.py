@@ -39,7 +39,7 @@ def host_line(result: HostResult) -> list[tuple[str, str | None]]:
 def _facts(result: HostResult) -> str:
     """The facts part of an ok host's line. What was not read is named by area in one word each (notread),
     never shown as a value: no "0 enabled units" when systemd was not read, no "?"."""
-    snap = result.snapshot or {}
+    snap = result.whole or {}
     facts = snap["facts"]
     os_name = (facts.get("os") or {}).get("pretty_name")
     kernel = (facts.get("kernel") or {}).get("release")

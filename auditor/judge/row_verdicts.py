@@ -1,12 +1,11 @@
-"""A JMESPath interpreter that remembers each filter's verdict per distinct row.
+"""A JMESPath interpreter that remembers each filter's verdict per distinct row (part of the caching judge).
 
-`facts.systemd.units[?restarts >= `3` || sub_state == 'auto-restart']` is asked of every host, and most
-rows repeat across a fleet in the fields the filter reads (`restarts`, `sub_state`) even when other
-fields (pids, start times) differ on every host. The verdict for a row is kept under the filter node and
-the row's values in exactly the fields the filter reads — or the whole row when the filter reads it in
-a way this cannot follow (`@`, unknown node kinds) — so a fleet pays once per distinct row, not per host.
-Keys are marshal bytes, which tell `true` from `1` and `1.0` (JMESPath does too); equal rows that marshal
-differently only miss. Functions are pure (judge/functions.py), so a verdict depends on nothing else.
+Most rows repeat across a fleet in the fields a filter reads (`restarts`, `sub_state`) even when other
+fields (pids, start times) differ on every host, so the verdict is kept under the filter node and the
+row's values in exactly those fields — or the whole row when the filter reads it in a way this cannot
+follow (`@`, unknown node kinds). Keys are marshal bytes, which tell `true` from `1` and `1.0` (JMESPath
+does too); equal rows that marshal differently only miss. Functions are pure (judge/functions.py), so a
+verdict depends on nothing else. Only jmespath's public visitor API is used (`visit`, `visit_<node>`).
 """
 
 from __future__ import annotations
@@ -17,6 +16,8 @@ from operator import is_not, itemgetter
 from typing import Any
 
 from jmespath.visitor import Options, TreeInterpreter
+
+from .plain import truthy
 
 MAX_ENTRIES = 1 << 20  # verdicts kept; past this the memo starts again (bounded memory on any fleet)
 _OPERATORS = ("comparator", "and_expression", "or_expression", "not_expression", "multi_select_list",
@@ -45,7 +46,7 @@ def row_fields(node: dict[str, Any]) -> frozenset[str] | None:
     return None  # current (@), identity, slices, anything new: key on the whole row
 
 
-class RowMemoInterpreter(TreeInterpreter):
+class RowVerdictInterpreter(TreeInterpreter):
     """TreeInterpreter whose filter projections look verdicts up before evaluating them."""
 
     def __init__(self, options: Options | None = None):
@@ -75,7 +76,7 @@ class RowMemoInterpreter(TreeInterpreter):
         for index in compress(count(), map(is_not, verdicts, repeat(False))):  # rows known false are skipped
             element, verdict = base[index], verdicts[index]
             if verdict is None:
-                verdict = self._is_true(self.visit(cond, element))  # type: ignore[attr-defined]  # jmespath's
+                verdict = truthy(self.visit(cond, element))
                 if keys[index] is not None:
                     if len(memo) >= MAX_ENTRIES:
                         memo.clear()
