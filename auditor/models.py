@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .reporttypes import FactsSummaryDoc
 from .snapshotdoc import Snapshot
 
 PROBE_REFUSED_STATUS = "probe_refused"  # reached, but the host ran no probe (its words are the error)
@@ -117,7 +118,7 @@ class HostResult:
     error: str | None = None
     snapshot: Snapshot | None = None
     duration_s: float = 0.0
-    summary: dict[str, Any] | None = None  # headline facts, when only a stub of the snapshot is kept (analyze)
+    summary: FactsSummaryDoc | None = None  # headline facts, when only a stub of the snapshot is kept (analyze)
 
     @property
     def name(self) -> str:

@@ -21,7 +21,7 @@ _STUB_SHARED = ("errors", "not_applicable", "probe")
 def share_stub(shared: Shared, host: HostResult) -> None:
     """A host's stub (keep.stub), its headline facts and kept snapshot parts shared, in place; its labels
     held once for the stub and the spec when they are equal."""
-    summary, kept = host.summary, cast("dict[str, Any] | None", host.snapshot)
+    summary, kept = cast("dict[str, Any] | None", host.summary), cast("dict[str, Any] | None", host.snapshot)
     shared.fields(summary, _SUMMARY_SHARED)
     if summary is not None and "unit_restarts" in summary:
         summary["unit_restarts"] = shared.keys(summary["unit_restarts"])
