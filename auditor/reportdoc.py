@@ -248,19 +248,26 @@ def _fast_check() -> FastCheck:
 
 
 _CHUNKED = ("hosts", "findings", "drift", "chains")  # the arrays that grow with the fleet
-CHUNK = 5000  # items per fast check: bounds the copy jsonschema-rs makes of a 100,000-host report
+CHUNK = 500  # items per fast check: bounds the rows made and the copy jsonschema-rs makes of them
 
 
-def _pieces(doc: ReportDoc) -> list[dict[str, Any]]:
-    """The document as several valid-or-not-alike documents: the big arrays (and every section made as it is
-    read) emptied, then each refilled with one chunk at a time (the schema checks their items one by one,
-    never across items)."""
+def _pieces(doc: ReportDoc) -> Iterator[dict[str, Any]]:
+    """The document as several valid-or-not-alike documents, made one at a time as they are checked: the
+    document with its big arrays (and every section made as it is read) emptied, then a skeleton (the
+    top-level fields the schema requires, the big arrays empty) holding one chunk of one array at a time.
+    The schema checks array items one by one, never across items, so the document is valid exactly when
+    every piece is."""
     arrays = {k: v for k in _CHUNKED if isinstance(v := doc.get(k), Rows) or isinstance(v, list) and len(v) > CHUNK}
-    if not arrays:
-        return [dict(doc)]
-    base = {**doc, **{k: [] for k in arrays}}
-    return [base] + [{**base, key: list(items[i:i + CHUNK])} for key, items in arrays.items()
-                     for i in range(0, len(items), CHUNK)]
+    empty: dict[str, Any] = {k: [] for k in arrays}
+    base = {**doc, **empty}
+    yield base
+    skeleton = {k: base.get(k) for k in _REQUIRED} | empty
+    for key, items in arrays.items():
+        for i in range(0, len(items), CHUNK):
+            yield {**skeleton, key: list(items[i:i + CHUNK])}
+
+
+_REQUIRED = ("schema", "generated_at", "summary", "hosts", "findings", "drift", "comparison")
 
 
 def validate_report(doc: ReportDoc, path: str = "<report>", as_json: bool = False) -> None:

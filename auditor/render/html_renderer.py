@@ -64,7 +64,7 @@ def _assets() -> tuple[Markup, Markup, str]:
     return Markup(css), Markup(js), csp
 
 
-HOSTS_DRAWN = 4  # per host class: the first hosts' own chain and trend pictures; the JSON has every host
+HOSTS_DRAWN = view.HOSTS_KEPT  # per host class: the first hosts' own chain and trend pictures; the JSON has every host
 MAX_HOST_PICTURES = 120  # hosts with pictures in the whole page
 
 
@@ -104,7 +104,7 @@ def render(doc: ReportDoc) -> str:
         symptom_top=view.symptom_top(doc), fsev=view.findings_by_severity(doc), by_group=view.hosts_by_group(doc),
         heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc), findings=findings,
         drift=view.drift_groups(doc), classes=shown, hidden_classes=len(classes) - len(shown),
-        hidden_hosts=sum(len(c.hosts) for c in classes[len(shown):]),
+        hidden_hosts=sum(c.count for c in classes[len(shown):]), names_listed=view.NAMES_LISTED,
         rank={s: severity_rank(s) for s in SEVERITIES}, css=css, js=js, csp=csp,
         since_text=view.since_text, host_pictures=host_pictures(doc), hosts_drawn=HOSTS_DRAWN,
         max_host_pictures=MAX_HOST_PICTURES, sources=cited(doc.get("rules")), not_read=host_not_read,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -252,50 +252,71 @@ def drift_groups(doc: ReportDoc) -> list[DriftGroup]:
 # hosts, aggregated into classes of hosts that are wrong in the same way
 
 
+HOSTS_KEPT = 4  # per host class, the first hosts' rows (their detail and pictures); the JSON has every host
+NAMES_LISTED = 200  # host names a report lists in full per row; the JSON report has the rest
+
+
 @dataclass
 class HostClass:
     status: str
     group: str
-    hosts: list[HostDoc]
+    hosts: list[HostDoc]  # the first HOSTS_KEPT
     findings: list[tuple[str, str, str | None, str, bool]]  # (severity, rule, item, title, waived)
     drift: list[tuple[str, str, str, str, str]]  # (severity, path, kind, expected, actual)
     collector_errors: list[str]
     worst: str | None  # worst unwaived severity
-
-    @property
-    def names(self) -> list[str]:
-        return [h["name"] for h in self.hosts]
+    names: list[str] = field(default_factory=list)  # the first NAMES_LISTED
+    count: int = 0  # hosts in the class
 
     @property
     def first(self) -> HostDoc:
         return self.hosts[0]
 
+    def add(self, host: HostDoc) -> None:
+        self.count += 1
+        if len(self.hosts) < HOSTS_KEPT:
+            self.hosts.append(host)
+        if len(self.names) < NAMES_LISTED:
+            self.names.append(host["name"])
+
+
+def _per_host(rows: Iterable[tuple[str, tuple]]) -> dict[str, frozenset]:
+    """(host, key) rows as each host's set of keys, hosts with equal sets sharing one (a class's hosts do)."""
+    held: dict[frozenset, frozenset] = {}
+    out: dict[str, frozenset] = {}
+    for host, key in rows:
+        now = out.get(host, frozenset()) | {key}
+        out[host] = held.setdefault(now, now)
+    return out
+
 
 def host_classes(doc: ReportDoc) -> list[HostClass]:
-    """Hosts with the same status, group, findings, drift and failed collectors form one class."""
+    """Hosts with the same status, group, findings, drift and failed collectors form one class; a class
+    keeps its first hosts' rows and names, and counts the rest."""
     key = group_key(doc)
-    findings: dict[str, set] = defaultdict(set)
     titles: dict[tuple, str] = {}
-    for f in doc.get("findings") or []:
-        fk = (f["severity"], f["rule"], f.get("item"), bool(f.get("waived")))
-        findings[f["host"]].add(fk)
-        titles.setdefault(fk, f["title"])
-    drift: dict[str, set] = defaultdict(set)
-    for d in doc.get("drift") or []:
-        drift[d["host"]].add((d["severity"], d["path"], d["kind"], *drift_values(d)))
+
+    def finding_keys() -> Iterator[tuple[str, tuple]]:
+        for f in doc.get("findings") or []:
+            fk = (f["severity"], f["rule"], f.get("item"), bool(f.get("waived")))
+            titles.setdefault(fk, f["title"])
+            yield f["host"], fk
+
+    findings = _per_host(finding_keys())
+    drift = _per_host((d["host"], (d["severity"], d["path"], d["kind"], *drift_values(d)))
+                      for d in doc.get("drift") or [])
     classes: dict[tuple, HostClass] = {}
     in_order: dict[frozenset, tuple] = {}  # hosts of one class have the same sets: each is sorted once
 
-    def ordered(keys: set, order: Callable[[tuple], tuple]) -> tuple:
-        frozen = frozenset(keys)
-        if frozen not in in_order:
-            in_order[frozen] = tuple(sorted(keys, key=order))
-        return in_order[frozen]
+    def ordered(keys: frozenset, order: Callable[[tuple], tuple]) -> tuple:
+        if keys not in in_order:
+            in_order[keys] = tuple(sorted(keys, key=order))
+        return in_order[keys]
 
     for host in doc["hosts"]:
         name = host["name"]
-        f_keys = ordered(findings[name], lambda k: (-severity_rank(k[0]), k[1], k[2] or ""))
-        d_keys = ordered(drift[name], lambda k: (-severity_rank(k[0]), k[1]))
+        f_keys = ordered(findings.get(name, frozenset()), lambda k: (-severity_rank(k[0]), k[1], k[2] or ""))
+        d_keys = ordered(drift.get(name, frozenset()), lambda k: (-severity_rank(k[0]), k[1]))
         errors = tuple(sorted(host.get("collector_errors") or {}))
         signature = (host["status"], host_group(host, key), f_keys, d_keys, errors)
         cls = classes.get(signature)
@@ -305,14 +326,14 @@ def host_classes(doc: ReportDoc) -> list[HostClass]:
             cls = classes[signature] = HostClass(
                 host["status"], signature[1], [],
                 [(k[0], k[1], k[2], titles[k], k[3]) for k in f_keys], list(d_keys), list(errors), worst)
-        cls.hosts.append(host)
+        cls.add(host)
     return sorted(classes.values(), key=_class_order)
 
 
 def _class_order(cls: HostClass) -> tuple:
     """Worst findings first, then hosts not reached, then clean hosts; bigger classes first."""
     bucket = 0 if cls.worst else (1 if cls.status != "ok" else 2)
-    return (bucket, -severity_rank(cls.worst) if cls.worst else 0, -len(cls.hosts), cls.group, cls.names[0])
+    return (bucket, -severity_rank(cls.worst) if cls.worst else 0, -cls.count, cls.group, cls.names[0])
 
 
 # ------------------------------------------------------------------------------------------------
