@@ -179,3 +179,29 @@ class ReportDoc(_ReportRequired, total=False):
     notes: list[str]
     chains: list[ChainDoc]
     history: dict[str, Any]  # {store, scan_id, previous_scan_id, new_hosts, gone_hosts, resolved, series}
+
+
+class ChangeDoc(TypedDict):
+    """One subject's change in release notes (compare/release.py), its fact paths listed."""
+
+    subject: str
+    change: str
+    severity: str
+    before: Any  # the fact's value on each side, as the snapshots hold it
+    after: Any
+    paths: list[str]
+
+
+class ReleaseSectionDoc(TypedDict):
+    area: str
+    title: str
+    severity: str  # its worst change's
+    changes: list[ChangeDoc]
+
+
+ReleaseUnknownDoc = TypedDict("ReleaseUnknownDoc", {"area": str, "from": Any, "to": Any})
+
+# `from` is a keyword: the functional form
+ReleaseNotesDoc = TypedDict("ReleaseNotesDoc", {
+    "schema": str, "from": str, "to": str, "changes": int, "differences": int, "by_severity": dict[str, int],
+    "sections": list[ReleaseSectionDoc], "unknown": list[ReleaseUnknownDoc], "not_compared": list[str]})
