@@ -239,7 +239,7 @@ def _drift(item: DriftItem) -> DriftDoc:
 @lru_cache(maxsize=1)
 def report_json_schema() -> dict[str, Any]:
     text = resources.files("auditor.schemas").joinpath("report.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return cast(dict[str, Any], json.loads(text))
 
 
 @lru_cache(maxsize=1)

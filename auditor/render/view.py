@@ -11,7 +11,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..models import SEVERITIES, severity_rank
 from ..reporttypes import DriftDoc, HostDoc, ReportDoc
@@ -201,7 +201,7 @@ def finding_groups(doc: ReportDoc) -> list[FindingGroup]:
     """Findings aggregated by rule × item × severity × waived; worst first (severity, then chain position:
     upstream causes before their effects, rules in no chain last), then widest."""
     position = chain_positions(doc)
-    by_key: dict[tuple, FindingGroup] = {}
+    by_key: dict[tuple[str, str | None, str, bool], FindingGroup] = {}
     for f in doc.get("findings") or []:
         key = (f["rule"], f.get("item"), f["severity"], bool(f.get("waived")))
         group = by_key.get(key)
@@ -239,7 +239,7 @@ def drift_values(d: DriftDoc) -> tuple[str, str]:
 
 def drift_groups(doc: ReportDoc) -> list[DriftGroup]:
     """Identical drift (same path, change and severity) on many hosts becomes one row."""
-    by_key: dict[tuple, DriftGroup] = {}
+    by_key: dict[tuple[str, str, str, str, str], DriftGroup] = {}
     for d in doc.get("drift") or []:
         key = (d["path"], d["kind"], *drift_values(d), d["severity"])
         group = by_key.setdefault(key, DriftGroup(*key))
@@ -252,6 +252,10 @@ def drift_groups(doc: ReportDoc) -> list[DriftGroup]:
 # hosts, aggregated into classes of hosts that are wrong in the same way
 
 
+FindingKey = tuple[str, str, str | None, bool]  # severity, rule, item, waived
+DriftKey = tuple[str, str, str, str, str]  # severity, path, kind, expected, actual
+Key = TypeVar("Key", FindingKey, DriftKey)
+K = TypeVar("K")
 HOSTS_KEPT = 4  # per host class, the first hosts' rows (their detail and pictures); the JSON has every host
 NAMES_LISTED = 200  # host names a report lists in full per row; the JSON report has the rest
 
@@ -280,10 +284,10 @@ class HostClass:
             self.names.append(host["name"])
 
 
-def _per_host(rows: Iterable[tuple[str, tuple]]) -> dict[str, frozenset]:
+def _per_host(rows: Iterable[tuple[str, Key]]) -> dict[str, frozenset[Key]]:
     """(host, key) rows as each host's set of keys, hosts with equal sets sharing one (a class's hosts do)."""
-    held: dict[frozenset, frozenset] = {}
-    out: dict[str, frozenset] = {}
+    held: dict[frozenset[Key], frozenset[Key]] = {}
+    out: dict[str, frozenset[Key]] = {}
     for host, key in rows:
         now = out.get(host, frozenset()) | {key}
         out[host] = held.setdefault(now, now)
@@ -294,9 +298,9 @@ def host_classes(doc: ReportDoc) -> list[HostClass]:
     """Hosts with the same status, group, findings, drift and failed collectors form one class; a class
     keeps its first hosts' rows and names, and counts the rest."""
     key = group_key(doc)
-    titles: dict[tuple, str] = {}
+    titles: dict[FindingKey, str] = {}
 
-    def finding_keys() -> Iterator[tuple[str, tuple]]:
+    def finding_keys() -> Iterator[tuple[str, FindingKey]]:
         for f in doc.get("findings") or []:
             fk = (f["severity"], f["rule"], f.get("item"), bool(f.get("waived")))
             titles.setdefault(fk, f["title"])
@@ -305,10 +309,10 @@ def host_classes(doc: ReportDoc) -> list[HostClass]:
     findings = _per_host(finding_keys())
     drift = _per_host((d["host"], (d["severity"], d["path"], d["kind"], *drift_values(d)))
                       for d in doc.get("drift") or [])
-    classes: dict[tuple, HostClass] = {}
-    in_order: dict[frozenset, tuple] = {}  # hosts of one class have the same sets: each is sorted once
+    classes: dict[tuple[Any, ...], HostClass] = {}
+    in_order: dict[frozenset[Any], tuple[Any, ...]] = {}  # hosts of one class have the same sets: each is sorted once
 
-    def ordered(keys: frozenset, order: Callable[[tuple], tuple]) -> tuple:
+    def ordered(keys: frozenset[K], order: Callable[[K], tuple[Any, ...]]) -> tuple[K, ...]:
         if keys not in in_order:
             in_order[keys] = tuple(sorted(keys, key=order))
         return in_order[keys]
@@ -330,7 +334,7 @@ def host_classes(doc: ReportDoc) -> list[HostClass]:
     return sorted(classes.values(), key=_class_order)
 
 
-def _class_order(cls: HostClass) -> tuple:
+def _class_order(cls: HostClass) -> tuple[int, int, int, str, str]:
     """Worst findings first, then hosts not reached, then clean hosts; bigger classes first."""
     bucket = 0 if cls.worst else (1 if cls.status != "ok" else 2)
     return (bucket, -severity_rank(cls.worst) if cls.worst else 0, -cls.count, cls.group, cls.names[0])
@@ -389,7 +393,7 @@ FIRST_SCREEN_CHAINS = 3
 
 def chain_groups(doc: ReportDoc) -> list[ChainGroup]:
     """The report's chains grouped by their rules; longest chains first, then most hosts."""
-    by_key: dict[tuple, ChainGroup] = {}
+    by_key: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], ChainGroup] = {}
     for chain in doc.get("chains") or []:
         if not isinstance(chain, dict):
             continue
