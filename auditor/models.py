@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .options import SSM_DOCUMENT_NAME
+from .reporttypes import FactsSummaryDoc
 from .snapshotdoc import HostStub, Snapshot, is_whole
 
 PROBE_REFUSED_STATUS = "probe_refused"  # reached, but the host ran no probe (its words are the error)
@@ -148,7 +149,7 @@ class HostResult:
     error: str | None = None
     snapshot: Snapshot | HostStub | None = None  # a stub once the evaluation core has judged it
     duration_s: float = 0.0
-    summary: dict[str, Any] | None = None  # headline facts, when only a stub of the snapshot is kept (analyze)
+    summary: FactsSummaryDoc | None = None  # headline facts, when only a stub of the snapshot is kept (analyze)
 
     @property
     def name(self) -> str:

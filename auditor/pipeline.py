@@ -47,7 +47,8 @@ from .options import ScanOptions, TargetOptions
 from .render import stage as render_stage
 from .render.stage import RenderPlan
 from .render.terminal import host_line, progress_printer
-from .reportdoc import let_go, report_to_dict
+from .reportdoc import report_document
+from .reporttypes import ReportDoc
 from .targets.resolve import check_host_keys, resolve_specs
 
 Line = list[tuple[str, str | None]]  # a host's summary line in styled pieces (render/terminal.py)
@@ -107,7 +108,7 @@ def evaluate(core: Evaluation, results: Iterator[tuple[int, HostResult]], lines_
 class Saved:
     """What the end of a run kept: its document, the summary told, and what could not be kept."""
 
-    doc: dict | None  # None when nothing reads it (no report file, no store)
+    doc: ReportDoc | None  # None when nothing reads it (no report file, no store)
     told: render_stage.Told
     unsaved: OutputError | None  # the reports could not be written (a full or read-only disk)
     not_recorded: str | None  # why the store did not take the run (locked, refused, never opened)
@@ -120,11 +121,10 @@ def save(core: Evaluation, report: Report, session: Session | None, plan: Render
     the reports written, then the run recorded: a report that cannot be written still leaves the results
     in the store, and a store that refuses them still leaves the reports (scan and analyze alike)."""
     told = render_stage.tell(report) if not term.quiet else []
-    doc = report_to_dict(report) if need_doc or render_stage.writes(plan) or session is not None else None
+    doc = report_document(report) if need_doc or render_stage.writes(plan) or session is not None else None
     unsaved: OutputError | None = None
     written: list[Path] = []
     if doc is not None:
-        let_go(report)
         try:
             written = render_stage.write(plan, doc, env)
         except OutputError as exc:

@@ -302,6 +302,11 @@ def report(rows: list[dict]) -> None:
               f"{total / r['n']:>9.4f} {'/'.join(f'{x:.1f}' for x in r['load']):>18}  {ops}")
         print(f"{'':>17}SendCommand {r['sent']:.1f} s after the child started (discovery); the endpoint answered "
               f"every instance within {r['answered']:.1f} s; child: {r['result']}")
+    for name in dict.fromkeys(r["child"] for r in rows):  # growth: what each 1,000 more instances cost
+        sizes = sorted((r["n"], r["rss"]) for r in rows if r["child"] == name)
+        for (n0, rss0), (n1, rss1) in zip(sizes, sizes[1:]):
+            print(f"{name}: {(rss1 - rss0) / 2**20 / (n1 - n0) * 1000:.1f} MiB more peak RSS per 1,000 instances "
+                  f"from {n0} to {n1}")
 
 
 if __name__ == "__main__":

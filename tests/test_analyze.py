@@ -284,11 +284,11 @@ def _state(pid: int) -> str:
         return "X"
 
 
-def test_the_report_lets_go_of_its_findings_before_the_reports_are_written(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """Once the document is made its rows are the findings: while the reports are written no host's Finding
-    or DriftItem object is left (only the judge's shared "could not be evaluated" templates, host ""), and
-    the terminal summary, told before, still counts them all."""
+def test_while_the_reports_are_written_each_finding_is_held_once(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The document's finding and drift rows are made from the report's own objects as they are written
+    (reportdoc.Rows): when writing starts each host's Finding and DriftItem is held once and no row of them
+    is (nothing let go, nothing held twice), and the terminal summary, told before, still counts them all."""
     import gc
 
     from auditor.models import DriftItem, Finding
@@ -302,20 +302,22 @@ def test_the_report_lets_go_of_its_findings_before_the_reports_are_written(tmp_p
                    check=True)
     opts = _options([d], tmp_path, jobs=1, group_by="az", baseline=str(baseline))
     names = {s["name"] for s in snaps}
-    alive: list[int] = []
+    alive: list[tuple[int, int]] = []
     write = render_stage.write
 
     def counting(plan: Any, doc: dict[str, Any], env: Any = None) -> Any:
         assert doc["findings"] and doc["drift"]
-        alive.append(sum(1 for o in gc.get_objects()
-                         if isinstance(o, (Finding, DriftItem)) and o.host in names))
+        objects = sum(1 for o in gc.get_objects() if isinstance(o, (Finding, DriftItem)) and o.host in names)
+        rows = sum(1 for o in gc.get_objects() if type(o) is dict and isinstance(o.get("host"), str)
+                   and o["host"] in names and ("rule" in o or "expected" in o))  # a finding or drift row
+        alive.append((objects, rows))
         return write(plan, doc, env)
 
     monkeypatch.setattr(render_stage, "write", counting)
     out = io.StringIO()
     code = analysis.analyze(opts, Env(out, io.StringIO()))
     doc = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert alive == [0]
+    assert alive == [(len(doc["findings"]) + len(doc["drift"]), 0)]
     summary = out.getvalue()
     for severity in ("critical", "high", "medium", "low", "info"):
         count = sum(1 for f in doc["findings"] if not f["waived"] and f["severity"] == severity)

@@ -26,7 +26,7 @@ def _big(n: int) -> dict:
 def test_a_valid_big_report_passes_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reportdoc, "CHUNK", 7)
     doc = _big(40)
-    assert len(reportdoc._pieces(doc)) == 1 + 2 * 6  # the base, then 6 chunks of each big array
+    assert len(list(reportdoc._pieces(doc))) == 1 + 2 * 6  # the base, then 6 chunks of each big array
     reportdoc.validate_report(doc)
 
 

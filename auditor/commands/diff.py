@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..models import HostSpec
 from ..render.release_notes import FORMATS as RELEASE_FORMATS
 from ..render.release_notes import render as render_release_notes
+from ..reporttypes import ReleaseNotesDoc
 from ..snapshotdoc import Snapshot
 from .aws_options import REGION_RE, add_ami_options, aws_from_args, checked
 from .checks import MAX_DEADLINE_S, bounded_float
@@ -102,7 +103,7 @@ def _show(value: Any) -> str:
     return "—" if value is None else display(value)
 
 
-def _document(args: argparse.Namespace, diffs: list[Difference], summary: str, notes: dict[str, Any]) -> str:
+def _document(args: argparse.Namespace, diffs: list[Difference], summary: str, notes: ReleaseNotesDoc) -> str:
     """What `diff` prints in the chosen format, host text made inert (textsafe), ending in a newline."""
     from ..textsafe import block, json_text
 

@@ -15,6 +15,7 @@ from typing import Any
 from ..collect.schema import fact_tree
 from ..factpath import parse
 from ..models import severity_rank
+from ..reporttypes import ChangeDoc, ReleaseNotesDoc, ReleaseSectionDoc, ReleaseUnknownDoc
 from .drift import Difference
 from .versions import compare_versions
 
@@ -104,7 +105,7 @@ def _fields_change(diffs: list[Difference]) -> tuple[str, Any, Any]:
     return ", ".join(fields) + " changed", first.expected, first.actual
 
 
-def _change(entry: _Entry) -> dict[str, Any]:
+def _change(entry: _Entry) -> ChangeDoc:
     if entry.area == "units":
         what, before, after = _unit_change(entry.diffs)
     elif entry.area == "packages":
@@ -151,12 +152,12 @@ def hygiene_appeared(before: Mapping[str, Any] | None, after: Mapping[str, Any] 
 
 
 def release_notes(diffs: Iterable[Difference], source: str, target: str,
-                  not_compared: Iterable[str] = ()) -> dict[str, Any]:
+                  not_compared: Iterable[str] = ()) -> ReleaseNotesDoc:
     """The release notes document: sections ordered by their worst change (ties: SECTIONS order), changes
     in a section by severity then subject; `differences` counts the fact paths the changes (and the
     unknowns) hold, one per line of the text output. `not_compared`: areas left out as not applicable to a side."""
     entries: dict[tuple[str, str], _Entry] = {}
-    unknown = []
+    unknown: list[ReleaseUnknownDoc] = []
     differences = 0
     for d in diffs:
         differences += 1
@@ -166,7 +167,7 @@ def release_notes(diffs: Iterable[Difference], source: str, target: str,
         area, subject = _area_and_subject(d)
         entries.setdefault((area, subject), _Entry(area, subject)).diffs.append(d)
     order = {a: i for i, (a, _) in enumerate(SECTIONS)}
-    sections = []
+    sections: list[ReleaseSectionDoc] = []
     for area, title in SECTIONS:
         changes = [_change(e) for (a, _), e in entries.items() if a == area]
         if not changes:

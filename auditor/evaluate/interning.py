@@ -8,7 +8,7 @@ value is equal to the one it replaces in every way a renderer or rule can tell."
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from ..contentkey import Shared
 from ..judge.fleet import FleetSlice
@@ -21,7 +21,7 @@ _SUMMARY_SHARED = ("ami_id", "az", "os", "kernel", "cpu")
 def intern_stub(shared: Shared, host: HostResult) -> None:
     """A host's stub (retained.stub), its headline facts and kept snapshot parts shared, in place; its labels
     held once for the stub and the spec when they are equal."""
-    summary, kept = host.summary, host.snapshot
+    summary, kept = cast("dict[str, Any] | None", host.summary), host.snapshot  # shared in place, key by key
     shared.fields(summary, _SUMMARY_SHARED)
     if summary is not None and "unit_restarts" in summary:
         summary["unit_restarts"] = shared.keys(summary["unit_restarts"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..atomicio import write_text_atomic
 from ..errors import InputError
@@ -33,7 +33,7 @@ def scan_files(directory: Path) -> list[Path]:
 
 def load_scan(path: Path) -> dict[str, Any]:
     """One saved report, validated; a corrupt file names itself."""
-    return load_report(str(path))
+    return cast(dict[str, Any], load_report(str(path)))
 
 
 def latest_scan(directory: Path) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .conn import Store
@@ -83,7 +83,7 @@ def known_hosts(conn: Store) -> dict[str, tuple[int, str]]:
             for name, sid, at in conn.execute("SELECT name, first_scan, first_seen FROM hosts")}
 
 
-def _complete(conn: Store, scan_id: int, doc: dict[str, Any], pending: Pending, finished_at: str) -> None:
+def _complete(conn: Store, scan_id: int, doc: Mapping[str, Any], pending: Pending, finished_at: str) -> None:
     at = doc["generated_at"]
     _write(conn, scan_id, doc, pending, at)
     conn.execute("UPDATE scans SET state = 'complete', finished_at = ?, generated_at = ?, exit_code = ?, "
@@ -105,7 +105,7 @@ def _transaction(conn: Store) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
-def record_scan(conn: Store, scan_id: int, doc: dict[str, Any], pending: Pending, finished_at: str) -> None:
+def record_scan(conn: Store, scan_id: int, doc: Mapping[str, Any], pending: Pending, finished_at: str) -> None:
     """Write one finished scan (the report document and the hosts' packed snapshots) in one transaction."""
     with _transaction(conn):
         _complete(conn, scan_id, doc, pending, finished_at)
@@ -121,7 +121,7 @@ def import_scan(conn: Store, doc: dict[str, Any], source: str) -> int:
     return int(cur.lastrowid)
 
 
-def _write(conn: Store, scan_id: int, doc: dict[str, Any], pending: Pending, at: str) -> None:
+def _write(conn: Store, scan_id: int, doc: Mapping[str, Any], pending: Pending, at: str) -> None:
     reached: set[str] = set()
     stored: set[str] = set()  # bodies known to be in the store (this transaction's or older)
     written: set[str] = set()
@@ -160,7 +160,7 @@ def _write(conn: Store, scan_id: int, doc: dict[str, Any], pending: Pending, at:
     _update_issues(conn, scan_id, doc, reached, at)
 
 
-def _update_issues(conn: Store, scan_id: int, doc: dict[str, Any], reached: set[str], at: str) -> None:
+def _update_issues(conn: Store, scan_id: int, doc: Mapping[str, Any], reached: set[str], at: str) -> None:
     """Open new identities, keep seen ones open, resolve open ones of reached hosts that this scan no longer has."""
     current = {_identity("finding", f) for f in doc["findings"]} | {_identity("drift", d) for d in doc["drift"]}
     was_open = set(open_issues(conn))

@@ -11,7 +11,7 @@ judge and compare) → `add_series` (each host's earlier numbers, for the report
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -139,7 +139,7 @@ def abandon(session: Session | None) -> None:
                              (session.scan_id,))
 
 
-def finish(session: Session | None, doc: dict[str, Any], rows: Pending, finished_at: str) -> str | None:
+def finish(session: Session | None, doc: Mapping[str, Any], rows: Pending, finished_at: str) -> str | None:
     """Record the scan (one transaction). When the store refuses it (locked past the wait, disk full,
     read-only) the scan keeps its results (reports are written before): the reason is returned (one safe
     line), and the scan's row stays `running` until the next open sees its process gone."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..models import cited, is_ref
@@ -152,7 +153,7 @@ def document(finding: dict[str, Any], host: dict[str, Any] | None, at: str, regi
     return doc
 
 
-def documents(report: dict[str, Any], region: str = PLACEHOLDER_REGION,
+def documents(report: Mapping[str, Any], region: str = PLACEHOLDER_REGION,
               account: str = PLACEHOLDER_ACCOUNT) -> list[dict[str, Any]]:
     """Every finding of a report document (waived ones SUPPRESSED), in the report's order."""
     hosts = {h["name"]: h for h in report["hosts"]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..models import SEVERITIES
@@ -11,7 +12,7 @@ MAX_FINDINGS = 100  # listed in one alert; the rest are counted
 MAX_TITLE = 300
 
 
-def new_findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def new_findings(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Unwaived findings whose first-seen time is this scan's, worst first."""
     order = {s: i for i, s in enumerate(SEVERITIES)}
     found = [f for f in doc["findings"] if not f["waived"] and f.get("first_seen") == doc["generated_at"]]
@@ -23,7 +24,7 @@ def _slack(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def payload(doc: dict[str, Any], findings: list[dict[str, Any]]) -> dict[str, Any]:
+def payload(doc: Mapping[str, Any], findings: list[dict[str, Any]]) -> dict[str, Any]:
     """JSON body: a Slack-compatible `text` plus the findings as data (host text escaped and cut)."""
     shown = findings[:MAX_FINDINGS]
     rows = [{"host": one_line(f["host"]), "rule": f["rule"], "severity": f["severity"],

@@ -12,7 +12,7 @@ import functools
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +52,7 @@ def signature(doc: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def changes(report: dict[str, Any], sent: dict[str, Any], region: str,
+def changes(report: Mapping[str, Any], sent: dict[str, Any], region: str,
             account: str) -> tuple[list[dict[str, Any]], dict[str, str], int]:
     """(documents to send, Id → host of each, how many were unchanged)."""
     at = report["generated_at"]
@@ -111,7 +111,7 @@ def import_findings(hub: Any, docs: list[dict[str, Any]],
     return accepted, failed
 
 
-def sync(region: str, report: dict[str, Any], ledger: dict[str, dict[str, Any]],
+def sync(region: str, report: Mapping[str, Any], ledger: dict[str, dict[str, Any]],
          sleep: Callable[[float], None] = time.sleep) -> Outcome:
     """Send what changed; `ledger[securityhub:REGION:ACCOUNT]` then holds every accepted document."""
     account = account_id(region)

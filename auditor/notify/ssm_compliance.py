@@ -15,7 +15,7 @@ import functools
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -30,7 +30,7 @@ MAX_DETAIL_VALUE = 4096
 SEVERITY = {"critical": "CRITICAL", "high": "HIGH", "medium": "MEDIUM", "low": "LOW", "info": "INFORMATIONAL"}
 
 
-def items(report: dict[str, Any], host: str) -> list[dict[str, Any]]:
+def items(report: Mapping[str, Any], host: str) -> list[dict[str, Any]]:
     """One item per rule of the report, by rule id (sorted, at most MAX_ITEMS)."""
     mine: dict[str, list[dict[str, Any]]] = {}
     for f in report["findings"]:
@@ -64,7 +64,7 @@ def _managed(ssm: Any, ids: list[str]) -> set[str]:
     return set(ping_statuses(ssm, ids))
 
 
-def sync(region: str, report: dict[str, Any], ledger: dict[str, dict[str, Any]],
+def sync(region: str, report: Mapping[str, Any], ledger: dict[str, dict[str, Any]],
          sleep: Callable[[float], None] = time.sleep) -> str:
     """Send each reached, SSM-managed instance's items when they changed; one line saying what was done."""
     sent = ledger.setdefault(f"ssm-compliance:{region}", {})

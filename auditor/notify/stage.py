@@ -7,7 +7,7 @@ last recorded an accepted send (auditor/notify/ledger.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,10 +20,10 @@ from .message import new_findings, payload
 from .send import Target, deliver, parse_target
 
 # kind → sync(region, report document, ledger) → one line to report
-Sync = Callable[[str, dict[str, Any], dict[str, dict[str, Any]]], str]
+Sync = Callable[[str, Mapping[str, Any], dict[str, dict[str, Any]]], str]
 
 
-def _securityhub(region: str, doc: dict[str, Any], entries: dict[str, dict[str, Any]]) -> str:
+def _securityhub(region: str, doc: Mapping[str, Any], entries: dict[str, dict[str, Any]]) -> str:
     return securityhub.sync(region, doc, entries).text(f"securityhub:{region}")
 
 
@@ -43,7 +43,7 @@ def prepare(opts: NotifyOptions, store: bool) -> NotifyPlan:
     return NotifyPlan(targets)
 
 
-def _alerts(targets: list[Target], doc: dict[str, Any], env: Env) -> None:
+def _alerts(targets: list[Target], doc: Mapping[str, Any], env: Env) -> None:
     found = new_findings(doc)
     if not found:
         env.err("notify: no new findings, nothing sent")
@@ -55,7 +55,7 @@ def _alerts(targets: list[Target], doc: dict[str, Any], env: Env) -> None:
         env.err(f"notify: {one_line(problem or sent)}")
 
 
-def _syncs(targets: list[Target], doc: dict[str, Any], env: Env) -> None:
+def _syncs(targets: list[Target], doc: Mapping[str, Any], env: Env) -> None:
     path = ledger.path_for(str(doc["history"]["store"]))
     entries, note = ledger.load(path)
     if note:
@@ -72,7 +72,7 @@ def _syncs(targets: list[Target], doc: dict[str, Any], env: Env) -> None:
         env.err(f"notify: {one_line(path)}: not saved ({exc}); the next scan sends these again")
 
 
-def apply(plan: NotifyPlan, doc: dict[str, Any], env: Env) -> None:
+def apply(plan: NotifyPlan, doc: Mapping[str, Any], env: Env) -> None:
     """Alerts and AWS syncs; failures are reported, never raised (exit code unchanged)."""
     alerts = [t for t in plan.targets if t.kind not in SYNCS]
     syncs = [t for t in plan.targets if t.kind in SYNCS]

@@ -8,12 +8,11 @@ region us-east-1, for that pipeline to set.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..notify.asff import documents
+from ..reporttypes import ReportDoc
 from . import json_renderer
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: ReportDoc) -> str:
     """Every finding (waived ones SUPPRESSED) as an ASFF array; control characters escaped as in JSON."""
-    return json_renderer.render(documents(doc))  # type: ignore[arg-type]
+    return json_renderer.render_value(documents(doc))

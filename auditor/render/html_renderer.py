@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from ..models import SEVERITIES, cited, severity_rank
 from ..notread import host_not_read, not_read_words
+from ..reporttypes import HostDoc, ReportDoc
 from ..resources import report_templates_dir
 from ..textsafe import block
 from . import pictures as pics
@@ -63,18 +64,18 @@ def _assets() -> tuple[Markup, Markup, str]:
     return Markup(css), Markup(js), csp
 
 
-HOSTS_DRAWN = 4  # per host class: the first hosts' own chain and trend pictures; the JSON has every host
+HOSTS_DRAWN = view.HOSTS_KEPT  # per host class: the first hosts' own chain and trend pictures; the JSON has every host
 MAX_HOST_PICTURES = 120  # hosts with pictures in the whole page
 
 
-def host_pictures(doc: dict[str, Any]) -> Any:
+def host_pictures(doc: ReportDoc) -> Any:
     """For the host detail: (host, its own chain picture or None, its trend pictures) of a class's first hosts."""
     from .history_html import host_trends  # the trend pictures import this module's environment
 
     chains = {str(c.get("host", "")): c for c in doc.get("chains") or [] if isinstance(c, dict)}
     left = [MAX_HOST_PICTURES]  # over the whole page (worst classes first), so 500 classes stay a page, not 20 MB
 
-    def drawn(hosts: list[dict[str, Any]]) -> list[tuple[str, Markup | None, list[tuple[str, Markup]]]]:
+    def drawn(hosts: list[HostDoc]) -> list[tuple[str, Markup | None, list[tuple[str, Markup]]]]:
         out = []
         for host in hosts[:min(HOSTS_DRAWN, left[0])]:
             chain = chains.get(str(host.get("name")))
@@ -88,7 +89,7 @@ def host_pictures(doc: dict[str, Any]) -> Any:
     return drawn
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: ReportDoc) -> str:
     css, js, csp = _assets()
     classes = view.host_classes(doc)
     shown = classes[:MAX_HOST_CLASSES]
@@ -103,7 +104,7 @@ def render(doc: dict[str, Any]) -> str:
         symptom_top=view.symptom_top(doc), fsev=view.findings_by_severity(doc), by_group=view.hosts_by_group(doc),
         heat=view.heatmap(doc), heat_groups=view.heatmap_groups(doc), findings=findings,
         drift=view.drift_groups(doc), classes=shown, hidden_classes=len(classes) - len(shown),
-        hidden_hosts=sum(len(c.hosts) for c in classes[len(shown):]),
+        hidden_hosts=sum(c.count for c in classes[len(shown):]), names_listed=view.NAMES_LISTED,
         rank={s: severity_rank(s) for s in SEVERITIES}, css=css, js=js, csp=csp,
         since_text=view.since_text, host_pictures=host_pictures(doc), hosts_drawn=HOSTS_DRAWN,
         max_host_pictures=MAX_HOST_PICTURES, sources=cited(doc.get("rules")), not_read=host_not_read,

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import math
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from ..reportdoc import Rows
+from ..reporttypes import ReportDoc
 from ..textsafe import json_bytes, json_text
 
 
@@ -24,20 +26,23 @@ def _finite(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, Rows)):
         return [_finite(v) for v in value]
     return value
 
 
-def render_stdlib(doc: Mapping[str, Any]) -> str:
+def render_stdlib(doc: Any) -> str:
     """The document through json.dumps (the reference, and the way for what orjson refuses)."""
     return json_text(json.dumps(_finite(doc), indent=2, ensure_ascii=False, default=str, allow_nan=False)) + "\n"
 
 
-def render_bytes(doc: Mapping[str, Any]) -> bytes:
+def render_bytes(doc: Any) -> bytes:
     """`render(doc)` as UTF-8 bytes, without a text copy when the output is plain ASCII (a 100,000-host
     report is ~0.5 GiB: written as orjson made it)."""
     import orjson  # when a report is written, not at start-up
+
+    if isinstance(doc, Mapping) and any(isinstance(v, Rows) for v in doc.values()):  # rows made as read: sliced
+        return b"".join(render_chunks(doc))
 
     try:
         data = orjson.dumps(doc, default=str, option=_options() | orjson.OPT_APPEND_NEWLINE)
@@ -54,7 +59,7 @@ def _options() -> int:
 
 
 _STREAMED = ("hosts", "findings", "drift")  # the lists that grow with the fleet
-_SLICE = 2000  # items serialized at a time
+_SLICE = 250  # items serialized at a time: a few copies of a slice's text are held while it is indented
 
 
 def render_chunks(doc: Mapping[str, Any]) -> Iterator[bytes]:
@@ -68,9 +73,11 @@ def render_chunks(doc: Mapping[str, Any]) -> Iterator[bytes]:
 
     options = _options()
     nonce = secrets.token_hex(16)
-    marks = {key: f"streamed {key} {nonce}" for key in _STREAMED if isinstance(doc.get(key), list) and doc[key]}
+    marks = {key: f"streamed {key} {nonce}" for key in _STREAMED
+             if isinstance(doc.get(key), (list, Rows)) and len(doc[key])}
+    top = {k: marks.get(k) or (list(v) if isinstance(v, Rows) else v) for k, v in doc.items()}  # none left
     try:
-        rest = _escaped(orjson.dumps({k: marks.get(k, v) for k, v in doc.items()}, default=str, option=options))
+        rest = _escaped(orjson.dumps(top, default=str, option=options))  # the text after the lists streamed
     except orjson.JSONEncodeError:
         yield render_stdlib(doc).encode("utf-8")
         return
@@ -82,13 +89,13 @@ def render_chunks(doc: Mapping[str, Any]) -> Iterator[bytes]:
     yield rest + b"\n"
 
 
-def _list_chunks(items: list[Any], options: int) -> Iterator[bytes]:
+def _list_chunks(items: Sequence[Any], options: int) -> Iterator[bytes]:
     """A non-empty top-level list as orjson indents it under its key: `[`, items at depth 2, `  ]`."""
     import orjson
 
     yield b"["
     for start in range(0, len(items), _SLICE):
-        part = items[start:start + _SLICE]
+        part = list(items[start:start + _SLICE])
         try:
             text = orjson.dumps(part, default=str, option=options)  # "[\n  item,\n  item\n]"
         except orjson.JSONEncodeError:  # what orjson will not write: json.dumps, laid out the same
@@ -104,6 +111,11 @@ def _escaped(data: bytes) -> bytes:
     return data if data.isascii() and b"\x7f" not in data else json_bytes(data)
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: ReportDoc) -> str:
     """The document, with control and bidi characters as \\u escapes (same data, inert on a terminal)."""
-    return render_bytes(doc).decode("utf-8")
+    return render_value(doc)
+
+
+def render_value(value: object) -> str:
+    """Any JSON-shaped value (ASFF's array of documents) written as the report is."""
+    return render_bytes(value).decode("utf-8")

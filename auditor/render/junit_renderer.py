@@ -21,6 +21,7 @@ from typing import Any
 
 from ..models import severity_rank
 from ..notread import FAILED, NOT_COLLECTED, NOTES, not_evaluated, unavailable
+from ..reporttypes import DriftDoc, FindingDoc, HostDoc, ReportDoc
 from ..textsafe import block
 from .view import at_or_above, drift_values, show
 
@@ -48,7 +49,7 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: Any) ->
     return el
 
 
-def _finding_text(f: dict[str, Any]) -> str:
+def _finding_text(f: FindingDoc) -> str:
     lines = [f"[{f['severity']}] {f['title']}" + (f" ({f['item']})" if f.get("item") else "")]
     if f.get("remediation"):
         lines.append(f"remediation: {f['remediation']}")
@@ -57,14 +58,14 @@ def _finding_text(f: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _rule_ids(doc: dict[str, Any]) -> list[str]:
+def _rule_ids(doc: ReportDoc) -> list[str]:
     """Rules that ran, in the report's order, then any rule only the findings name."""
     ids = [str(r["id"]) for r in doc.get("rules") or [] if isinstance(r, dict) and r.get("id")]
     extra = sorted({f["rule"] for f in doc.get("findings") or []} - set(ids))
     return ids + extra
 
 
-def _rule_case(case: ET.Element, findings: list[dict[str, Any]], fail_on: str | None) -> str:
+def _rule_case(case: ET.Element, findings: list[FindingDoc], fail_on: str | None) -> str:
     """Fill one host × rule testcase; returns its outcome: failure, error, skipped or passed."""
     active = [f for f in findings if not f.get("waived")]
     if active and all(not_evaluated(f["rule"], f["title"], f.get("evidence")) for f in active):
@@ -91,7 +92,7 @@ def _rule_case(case: ET.Element, findings: list[dict[str, Any]], fail_on: str | 
     return "failure" if failing else "passed"
 
 
-def _drift_case(case: ET.Element, drift: list[dict[str, Any]], fail_on: str | None) -> str:
+def _drift_case(case: ET.Element, drift: list[DriftDoc], fail_on: str | None) -> str:
     failing = [d for d in drift if at_or_above(d["severity"], fail_on)]
     lines = [f"[{d['severity']}] {d['path']} {d['kind']}: {' -> '.join(drift_values(d))}" for d in drift]
     if failing:
@@ -102,8 +103,8 @@ def _drift_case(case: ET.Element, drift: list[dict[str, Any]], fail_on: str | No
     return "failure" if failing else "passed"
 
 
-def _host_suite(root: ET.Element, doc: dict[str, Any], host: dict[str, Any], rules: list[str],
-                findings: list[dict[str, Any]], drift: list[dict[str, Any]]) -> dict[str, int]:
+def _host_suite(root: ET.Element, doc: ReportDoc, host: HostDoc, rules: list[str],
+                findings: list[FindingDoc], drift: list[DriftDoc]) -> dict[str, int]:
     name, fail_on = host["name"], doc.get("fail_on")
     suite = _sub(root, "testsuite", name=name, hostname=name, timestamp=doc.get("generated_at") or "",
                  time=f"{_seconds(host.get('duration_s')):.3f}")
@@ -112,7 +113,7 @@ def _host_suite(root: ET.Element, doc: dict[str, Any], host: dict[str, Any], rul
                        *sorted((host.get("labels") or {}).items())]:
         _sub(props, "property", name=key, value=value)
     tally = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    by_rule: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_rule: dict[str, list[FindingDoc]] = defaultdict(list)
     for f in findings:
         by_rule[f["rule"]].append(f)
     names = rules + ([DRIFT_CASE] if doc.get("baseline") or drift else [])
@@ -146,12 +147,12 @@ def _host_suite(root: ET.Element, doc: dict[str, Any], host: dict[str, Any], rul
     return tally
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: ReportDoc) -> str:
     rules = _rule_ids(doc)
-    findings: dict[str, list] = defaultdict(list)
+    findings: dict[str, list[FindingDoc]] = defaultdict(list)
     for f in doc.get("findings") or []:
         findings[f["host"]].append(f)
-    drift: dict[str, list] = defaultdict(list)
+    drift: dict[str, list[DriftDoc]] = defaultdict(list)
     for d in doc.get("drift") or []:
         drift[d["host"]].append(d)
     root = ET.Element("testsuites", {"name": "ami-auditor"})

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..models import cited, is_ref
 from ..notread import fleet_not_read
+from ..reporttypes import ReportDoc
 from ..resources import report_templates_dir
 from ..textsafe import escape_controls
 from . import view
@@ -96,7 +97,7 @@ def environment() -> Environment:
     return env
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: ReportDoc) -> str:
     summary = doc["summary"]
     fsev = ", ".join(f"{n} {s}" for s, n in view.findings_by_severity(doc) if n) or "none"
     findings = view.finding_groups(doc)

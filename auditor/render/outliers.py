@@ -7,6 +7,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from ..reporttypes import ReportDoc
+
 Doc = dict[str, Any]
 
 
@@ -22,7 +24,7 @@ class OutlierHost:
 OUTLIERS_PER_HOST = 50  # shown per host in the HTML drill-down; the JSON report has every one
 
 
-def outlier_hosts(doc: Doc) -> tuple[list[OutlierHost], int]:
+def outlier_hosts(doc: ReportDoc) -> tuple[list[OutlierHost], int]:
     """The comparison's outliers per host (its `outlier_hosts`, at most --top hosts, most outliers first) with
     each host's own outliers to drill into; and how many hosts have outliers. A report from before
     `outlier_hosts`: every host with outliers, counted, no kinds."""

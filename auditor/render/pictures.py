@@ -19,6 +19,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from ..reporttypes import HostDoc, ReportDoc
 from ..textsafe import block
 from . import view
 
@@ -130,7 +131,7 @@ def chain_svg(chain: Mapping[str, Any], others: int = 0) -> Markup:
                 {"host": host, "links": len(links)})
 
 
-def chain_pictures(doc: Doc, groups: Iterable[view.ChainGroup]) -> list[tuple[view.ChainGroup, Markup]]:
+def chain_pictures(doc: ReportDoc, groups: Iterable[view.ChainGroup]) -> list[tuple[view.ChainGroup, Markup]]:
     """One picture per chain group (identical chains are one), with the group's first host's numbers."""
     by_host = {str(c.get("host", "")): c for c in doc.get("chains") or [] if isinstance(c, dict)}
     return [(g, chain_svg(by_host[g.hosts[0]], len(g.hosts) - 1)) for g in groups
@@ -223,7 +224,7 @@ def cpu_strip(host: str, cpu: Mapping[str, Any]) -> CpuStrip | None:
 MAX_CPU_STRIPS = 24  # hottest first; the JSON report has every host
 
 
-def cpu_strips(doc: Doc) -> tuple[list[CpuStrip], int]:
+def cpu_strips(doc: ReportDoc) -> tuple[list[CpuStrip], int]:
     """Strips for hosts with per-core CPU facts, the hottest core first; (strips shown, hosts not shown).
     Only the shown ones are drawn: a 100,000-host report has one strip's worth of facts per host."""
     drawable: list[tuple[float, str, Mapping[str, Any]]] = []
@@ -259,13 +260,17 @@ class BarChart:
     svg: Markup
 
 
-def bar_charts(doc: Doc) -> list[BarChart]:
+def _summary(host: HostDoc) -> Mapping[str, Any]:
+    return host.get("facts_summary") or {}
+
+
+def bar_charts(doc: ReportDoc) -> list[BarChart]:
     """Per group, a chart per measure (the group's charts side by side); one scale per measure over the fleet."""
     key = view.group_key(doc)
     measured: dict[str, tuple[dict[str, list[tuple[str, float]]], float, float]] = {}  # by group, median, top
     unknown: dict[tuple[str, str], list[str]] = {}  # (group, measure) → hosts without the value (not reached)
     for measure, _ in MEASURES:
-        values = [(view.host_group(h, key), str(h["name"]), (h.get("facts_summary") or {}).get(measure))
+        values = [(view.host_group(h, key), str(h["name"]), _summary(h).get(measure))
                   for h in doc["hosts"]]
         known: dict[str, list[tuple[str, float]]] = {}
         for g, n, v in values:

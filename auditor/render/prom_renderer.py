@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from ..models import SEVERITIES
+from ..reporttypes import HostDoc, ReportDoc
 from ..textsafe import escape_controls
 
 PREFIX = "ami_auditor_"
@@ -86,10 +87,10 @@ def _epoch(text: str) -> float:
         return math.nan
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: ReportDoc) -> str:
     out = _Out()
-    hosts = [dict(h, name=label) for h, label in zip(doc["hosts"], host_labels([h["name"] for h in doc["hosts"]]),
-                                                       strict=True)]
+    labels = host_labels([h["name"] for h in doc["hosts"]])
+    hosts = [cast(HostDoc, dict(h, name=label)) for h, label in zip(doc["hosts"], labels, strict=True)]
     first: dict[str, str] = {}
     for h, label in zip(doc["hosts"], hosts, strict=True):
         first.setdefault(h["name"], label["name"])

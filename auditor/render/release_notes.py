@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..reporttypes import ReleaseNotesDoc
 from . import view
 from .html_renderer import environment
 from .markdown_renderer import code, escape
@@ -20,7 +21,7 @@ def _value(value: Any) -> str:
     return "—" if value is None else view.short(view.show(value), 80)
 
 
-def summary_line(notes: dict[str, Any]) -> str:
+def summary_line(notes: ReleaseNotesDoc) -> str:
     """The count every format of `diff` gives: changes (one per subject, as the notes list them) by severity,
     then the differences (fact paths, one per line of the text output) they hold."""
     counts = ", ".join(f"{n} {s}" for s, n in notes["by_severity"].items())
@@ -28,7 +29,7 @@ def summary_line(notes: dict[str, Any]) -> str:
         f" ({notes['differences']} difference(s))"
 
 
-def markdown(notes: dict[str, Any]) -> str:
+def markdown(notes: ReleaseNotesDoc) -> str:
     lines = [f"# Release notes: {code(notes['from'])} → {code(notes['to'])}", ""]  # code spans: nothing escaped
     lines.append(summary_line(notes) + ".")  # numbers and severity names: nothing from a host
     for section in notes["sections"]:
@@ -43,7 +44,7 @@ def markdown(notes: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(notes: dict[str, Any], fmt: str) -> str:
+def render(notes: ReleaseNotesDoc, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(notes, indent=2, ensure_ascii=True, default=list) + "\n"
     if fmt == "md":

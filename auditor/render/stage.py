@@ -11,6 +11,7 @@ from ..errors import InputError
 from ..models import SEVERITIES, Report
 from ..options import RenderOptions
 from ..reportdoc import validate_report
+from ..reporttypes import ReportDoc
 from ..textsafe import one_line
 from . import BYTE_RENDERERS, RENDERERS, summary, view
 from .view import since_text
@@ -60,7 +61,7 @@ def terminal(plan: RenderPlan, env: Env) -> Env:
     return env.terminal(to_stderr=plan.stdout, quiet=plan.quiet, color=plan.color)
 
 
-def write_formats(doc: dict, formats: tuple[str, ...], out: Path, stem: str = REPORT_STEM) -> list[Path]:
+def write_formats(doc: ReportDoc, formats: tuple[str, ...], out: Path, stem: str = REPORT_STEM) -> list[Path]:
     """Render every format first, then replace out/stem.ext of every format as one set (write_files): a
     renderer failing writes nothing; a full or read-only disk is OutputError (exit 3), the previous set kept."""
     texts = [(out / f"{stem}.{RENDERERS[fmt][1]}", (BYTE_RENDERERS.get(fmt) or RENDERERS[fmt][0])(doc))
@@ -74,7 +75,7 @@ def writes(plan: RenderPlan) -> bool:
     return plan.out is not None or plan.stdout
 
 
-def write(plan: RenderPlan, doc: dict, env: Env | None = None) -> list[Path]:
+def write(plan: RenderPlan, doc: ReportDoc, env: Env | None = None) -> list[Path]:
     """The report document (reportdoc.report_to_dict, made once for the files and the store), validated
     against its schema, written in every chosen format to --out (the files written returned), or its one
     format to `env`'s stdout (never coloured)."""

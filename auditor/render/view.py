@@ -1,20 +1,21 @@
 """What people read first, derived from the report document: shared by the HTML and Markdown renderers.
 
-Pure functions over the `ami-auditor/report/1` dict. Identical things are aggregated (findings by
-rule × item, drift by change, hosts by what is wrong with them) so 10,000 hosts stay readable.
+Pure functions over the `ami-auditor/report/1` document (reporttypes.ReportDoc). Identical things are
+aggregated (findings by rule × item, drift by change, hosts by what is wrong with them) so 10,000 hosts stay
+readable.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..models import SEVERITIES, severity_rank
+from ..reporttypes import DriftDoc, HostDoc, ReportDoc
 
-Doc = dict[str, Any]
 UNGROUPED = "(no group)"
 
 
@@ -58,7 +59,7 @@ def short(text: str, width: int = 24) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def group_key(doc: Doc) -> str | None:
+def group_key(doc: ReportDoc) -> str | None:
     """The label hosts are grouped by (comparison.group_by; `labels.az` and `az` both mean label az)."""
     key = (doc.get("comparison") or {}).get("group_by")
     if not key:
@@ -66,14 +67,14 @@ def group_key(doc: Doc) -> str | None:
     return key[len("labels."):] if key.startswith("labels.") else key
 
 
-def host_group(host: Doc, key: str | None) -> str:
+def host_group(host: HostDoc, key: str | None) -> str:
     if not key:
         return UNGROUPED
     value = (host.get("labels") or {}).get(key) or (host.get("facts_summary") or {}).get(key)
     return str(value) if value else UNGROUPED
 
 
-def groups(doc: Doc) -> list[str]:
+def groups(doc: ReportDoc) -> list[str]:
     """Group names in display order: those the comparison counted, then any only unreachable hosts have."""
     key = group_key(doc)
     names = list((doc.get("comparison") or {}).get("groups") or {})
@@ -84,7 +85,7 @@ def groups(doc: Doc) -> list[str]:
     return sorted(names)
 
 
-def hosts_by_group(doc: Doc) -> list[dict[str, Any]]:
+def hosts_by_group(doc: ReportDoc) -> list[dict[str, Any]]:
     """Per group: host count and count per status."""
     key = group_key(doc)
     table: dict[str, Counter[str]] = defaultdict(Counter)
@@ -116,7 +117,7 @@ class SplitRow:
     related: list[str] = field(default_factory=list)  # facts about the same subject that split the same way
 
 
-def heatmap(doc: Doc) -> list[SplitRow]:
+def heatmap(doc: ReportDoc) -> list[SplitRow]:
     """Splits ranked by score (ties keep the compare stage's order), one cell per group."""
     comparison = doc.get("comparison") or {}
     splits = [s for s in comparison.get("splits") or [] if isinstance(s, dict)]
@@ -143,7 +144,7 @@ def heatmap(doc: Doc) -> list[SplitRow]:
     return rows
 
 
-def heatmap_groups(doc: Doc) -> list[str]:
+def heatmap_groups(doc: ReportDoc) -> list[str]:
     rows = heatmap(doc)
     return [c.group for c in rows[0].cells] if rows else []
 
@@ -187,7 +188,7 @@ EVIDENCE_SAMPLES = 5
 NO_CHAIN = 1 << 30  # sorts after every chain position
 
 
-def chain_positions(doc: Doc) -> dict[str, int]:
+def chain_positions(doc: ReportDoc) -> dict[str, int]:
     """Rule id → its position in an incident chain (0 = first cause), from the report's rules."""
     out = {}
     for rule in doc.get("rules") or []:
@@ -196,11 +197,11 @@ def chain_positions(doc: Doc) -> dict[str, int]:
     return out
 
 
-def finding_groups(doc: Doc) -> list[FindingGroup]:
+def finding_groups(doc: ReportDoc) -> list[FindingGroup]:
     """Findings aggregated by rule × item × severity × waived; worst first (severity, then chain position:
     upstream causes before their effects, rules in no chain last), then widest."""
     position = chain_positions(doc)
-    by_key: dict[tuple, FindingGroup] = {}
+    by_key: dict[tuple[str, str | None, str, bool], FindingGroup] = {}
     for f in doc.get("findings") or []:
         key = (f["rule"], f.get("item"), f["severity"], bool(f.get("waived")))
         group = by_key.get(key)
@@ -229,16 +230,16 @@ class DriftGroup:
     since: str | None = None
 
 
-def drift_values(d: Doc) -> tuple[str, str]:
+def drift_values(d: DriftDoc) -> tuple[str, str]:
     """(expected, actual) as text; the missing side of an added/removed fact reads 'absent'."""
     expected = "absent" if d["kind"] == "added" and d.get("expected") is None else show(d.get("expected"))
     actual = "absent" if d["kind"] == "removed" and d.get("actual") is None else show(d.get("actual"))
     return expected, actual
 
 
-def drift_groups(doc: Doc) -> list[DriftGroup]:
+def drift_groups(doc: ReportDoc) -> list[DriftGroup]:
     """Identical drift (same path, change and severity) on many hosts becomes one row."""
-    by_key: dict[tuple, DriftGroup] = {}
+    by_key: dict[tuple[str, str, str, str, str], DriftGroup] = {}
     for d in doc.get("drift") or []:
         key = (d["path"], d["kind"], *drift_values(d), d["severity"])
         group = by_key.setdefault(key, DriftGroup(*key))
@@ -251,50 +252,75 @@ def drift_groups(doc: Doc) -> list[DriftGroup]:
 # hosts, aggregated into classes of hosts that are wrong in the same way
 
 
+FindingKey = tuple[str, str, str | None, bool]  # severity, rule, item, waived
+DriftKey = tuple[str, str, str, str, str]  # severity, path, kind, expected, actual
+Key = TypeVar("Key", FindingKey, DriftKey)
+K = TypeVar("K")
+HOSTS_KEPT = 4  # per host class, the first hosts' rows (their detail and pictures); the JSON has every host
+NAMES_LISTED = 200  # host names a report lists in full per row; the JSON report has the rest
+
+
 @dataclass
 class HostClass:
     status: str
     group: str
-    hosts: list[Doc]
+    hosts: list[HostDoc]  # the first HOSTS_KEPT
     findings: list[tuple[str, str, str | None, str, bool]]  # (severity, rule, item, title, waived)
     drift: list[tuple[str, str, str, str, str]]  # (severity, path, kind, expected, actual)
     collector_errors: list[str]
     worst: str | None  # worst unwaived severity
+    names: list[str] = field(default_factory=list)  # the first NAMES_LISTED
+    count: int = 0  # hosts in the class
 
     @property
-    def names(self) -> list[str]:
-        return [h["name"] for h in self.hosts]
-
-    @property
-    def first(self) -> Doc:
+    def first(self) -> HostDoc:
         return self.hosts[0]
 
+    def add(self, host: HostDoc) -> None:
+        self.count += 1
+        if len(self.hosts) < HOSTS_KEPT:
+            self.hosts.append(host)
+        if len(self.names) < NAMES_LISTED:
+            self.names.append(host["name"])
 
-def host_classes(doc: Doc) -> list[HostClass]:
-    """Hosts with the same status, group, findings, drift and failed collectors form one class."""
+
+def _per_host(rows: Iterable[tuple[str, Key]]) -> dict[str, frozenset[Key]]:
+    """(host, key) rows as each host's set of keys, hosts with equal sets sharing one (a class's hosts do)."""
+    held: dict[frozenset[Key], frozenset[Key]] = {}
+    out: dict[str, frozenset[Key]] = {}
+    for host, key in rows:
+        now = out.get(host, frozenset()) | {key}
+        out[host] = held.setdefault(now, now)
+    return out
+
+
+def host_classes(doc: ReportDoc) -> list[HostClass]:
+    """Hosts with the same status, group, findings, drift and failed collectors form one class; a class
+    keeps its first hosts' rows and names, and counts the rest."""
     key = group_key(doc)
-    findings: dict[str, set] = defaultdict(set)
-    titles: dict[tuple, str] = {}
-    for f in doc.get("findings") or []:
-        fk = (f["severity"], f["rule"], f.get("item"), bool(f.get("waived")))
-        findings[f["host"]].add(fk)
-        titles.setdefault(fk, f["title"])
-    drift: dict[str, set] = defaultdict(set)
-    for d in doc.get("drift") or []:
-        drift[d["host"]].add((d["severity"], d["path"], d["kind"], *drift_values(d)))
-    classes: dict[tuple, HostClass] = {}
-    in_order: dict[frozenset, tuple] = {}  # hosts of one class have the same sets: each is sorted once
+    titles: dict[FindingKey, str] = {}
 
-    def ordered(keys: set, order: Callable[[tuple], tuple]) -> tuple:
-        frozen = frozenset(keys)
-        if frozen not in in_order:
-            in_order[frozen] = tuple(sorted(keys, key=order))
-        return in_order[frozen]
+    def finding_keys() -> Iterator[tuple[str, FindingKey]]:
+        for f in doc.get("findings") or []:
+            fk = (f["severity"], f["rule"], f.get("item"), bool(f.get("waived")))
+            titles.setdefault(fk, f["title"])
+            yield f["host"], fk
+
+    findings = _per_host(finding_keys())
+    drift = _per_host((d["host"], (d["severity"], d["path"], d["kind"], *drift_values(d)))
+                      for d in doc.get("drift") or [])
+    classes: dict[tuple[Any, ...], HostClass] = {}
+    in_order: dict[frozenset[Any], tuple[Any, ...]] = {}  # hosts of one class have the same sets: each is sorted once
+
+    def ordered(keys: frozenset[K], order: Callable[[K], tuple[Any, ...]]) -> tuple[K, ...]:
+        if keys not in in_order:
+            in_order[keys] = tuple(sorted(keys, key=order))
+        return in_order[keys]
 
     for host in doc["hosts"]:
         name = host["name"]
-        f_keys = ordered(findings[name], lambda k: (-severity_rank(k[0]), k[1], k[2] or ""))
-        d_keys = ordered(drift[name], lambda k: (-severity_rank(k[0]), k[1]))
+        f_keys = ordered(findings.get(name, frozenset()), lambda k: (-severity_rank(k[0]), k[1], k[2] or ""))
+        d_keys = ordered(drift.get(name, frozenset()), lambda k: (-severity_rank(k[0]), k[1]))
         errors = tuple(sorted(host.get("collector_errors") or {}))
         signature = (host["status"], host_group(host, key), f_keys, d_keys, errors)
         cls = classes.get(signature)
@@ -304,14 +330,14 @@ def host_classes(doc: Doc) -> list[HostClass]:
             cls = classes[signature] = HostClass(
                 host["status"], signature[1], [],
                 [(k[0], k[1], k[2], titles[k], k[3]) for k in f_keys], list(d_keys), list(errors), worst)
-        cls.hosts.append(host)
+        cls.add(host)
     return sorted(classes.values(), key=_class_order)
 
 
-def _class_order(cls: HostClass) -> tuple:
+def _class_order(cls: HostClass) -> tuple[int, int, int, str, str]:
     """Worst findings first, then hosts not reached, then clean hosts; bigger classes first."""
     bucket = 0 if cls.worst else (1 if cls.status != "ok" else 2)
-    return (bucket, -severity_rank(cls.worst) if cls.worst else 0, -len(cls.hosts), cls.group, cls.names[0])
+    return (bucket, -severity_rank(cls.worst) if cls.worst else 0, -cls.count, cls.group, cls.names[0])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -328,7 +354,7 @@ class Culprit:
     chains: list[ChainGroup] = field(default_factory=list)
 
 
-def culprit(doc: Doc, groups: list[FindingGroup] | None = None) -> Culprit:
+def culprit(doc: ReportDoc, groups: list[FindingGroup] | None = None) -> Culprit:
     """The top split, the worst unwaived finding and the hosts not reached: the on-call's first look.
     `groups`: the report's finding_groups when the caller has them already."""
     rows = heatmap(doc)
@@ -342,9 +368,10 @@ def culprit(doc: Doc, groups: list[FindingGroup] | None = None) -> Culprit:
                    chain_groups(doc)[:FIRST_SCREEN_CHAINS])
 
 
-def symptom_top(doc: Doc) -> dict[str, Any] | None:
+def symptom_top(doc: ReportDoc) -> dict[str, Any] | None:
     """The fact that best separates hosts with the asked-for symptom, when a symptom was ranked."""
-    ranked = (doc.get("symptom") or {}).get("ranked") or []
+    symptom = doc.get("symptom")
+    ranked = (symptom["ranked"] if symptom else None) or []
     return ranked[0] if ranked and isinstance(ranked[0], dict) else None
 
 
@@ -364,9 +391,9 @@ CHAIN_SAMPLES = 5
 FIRST_SCREEN_CHAINS = 3
 
 
-def chain_groups(doc: Doc) -> list[ChainGroup]:
+def chain_groups(doc: ReportDoc) -> list[ChainGroup]:
     """The report's chains grouped by their rules; longest chains first, then most hosts."""
-    by_key: dict[tuple, ChainGroup] = {}
+    by_key: dict[tuple[tuple[str, ...], bool, tuple[str, ...]], ChainGroup] = {}
     for chain in doc.get("chains") or []:
         if not isinstance(chain, dict):
             continue
@@ -382,6 +409,6 @@ def chain_groups(doc: Doc) -> list[ChainGroup]:
     return sorted(by_key.values(), key=lambda g: (-len(g.rules), -len(g.hosts), g.rules, g.hosts[0]))
 
 
-def findings_by_severity(doc: Doc) -> list[tuple[str, int]]:
+def findings_by_severity(doc: ReportDoc) -> list[tuple[str, int]]:
     counts = doc["summary"].get("findings_by_severity") or {}
     return [(s, int(counts.get(s, 0))) for s in SEVERITIES]
