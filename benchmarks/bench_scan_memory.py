@@ -41,11 +41,11 @@ def _vary(raw: str, i: int) -> str:
 
 
 def child(n: int, store: str, work: Path) -> None:
-    from auditor import app
     from auditor.cli import main
     from auditor.collect import framing
     from auditor.context import Env
     from auditor.models import CommandResult
+    from auditor.run import live_hosts as app
     from tests.framing_fixtures import FIXTURE_NONCE, renonce
 
     raws = _raws()

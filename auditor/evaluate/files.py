@@ -1,6 +1,6 @@
 """Saved snapshot files into the evaluation core, on every core: each worker process reads a batch of
 files, judges and indexes them with its own core (its Judge caches last across its batches), and hands
-its part to the parent, which merges them in file order. A file that cannot be read or is not a valid
+its batch to the parent, which merges them in file order. A file that cannot be read or is not a valid
 snapshot is that host's status (`error`, naming the file and line), never the end of the run."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ..interrupt import forked_child_signals
 from ..models import HostResult, HostSpec
 from ..snapshotdoc import Snapshot
 from ..targets.inventory import redact_urls
-from .core import Evaluation, Part
+from .core import Evaluation, WorkerBatch
 from .forked import Forked, Lost
 
 BATCH = 500  # files per task: big enough to amortize a task, small enough to stream
@@ -77,12 +77,12 @@ def _batches(files: Sequence[str], size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, len(files))) for start in range(0, len(files), size)]
 
 
-def _run_batch(batch: tuple[int, int]) -> Part:
+def _run_batch(batch: tuple[int, int]) -> WorkerBatch:
     assert _WORKER is not None
     start, stop = batch
     for offset, path in enumerate(_read_ahead(_FILES[start:stop])):
         _WORKER.add(read_host(path), start + offset, text_of(path))
-    return _WORKER.take()
+    return _WORKER.hand_over()
 
 
 def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int | None = None) -> None:
@@ -95,7 +95,7 @@ def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int
             for path in _read_ahead(files):
                 core.add(read_host(path), source=text_of(path))
             return
-        _WORKER = Evaluation(core.plan, core.judge, worker=True, sidecar=core.sidecar)
+        _WORKER = Evaluation(core.plan, core.judge, worker=True, hook=core.hook)
         _FILES = files
         with Forked(_run_batch, jobs, forked_child_signals) as pool:
             for (start, stop), part in pool.ordered(_batches(files, size)):
