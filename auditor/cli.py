@@ -32,7 +32,7 @@ class CommandModule(Protocol):
 # start-up (below), never a silently absent command; tests/test_startup.py checks each module adds its NAME.
 COMMANDS: tuple[str, ...] = ("collect", "scan", "analyze", "baseline", "diff", "report", "rules", "ssm", "history",
                              "ami", "completion")
-for _name in COMMANDS:  # finding a module's file (~0.1 ms) does not run it
+for _name in COMMANDS:  # finding a module's file does not run it
     if importlib.util.find_spec(f"{__package__}.commands.{_name}") is None:
         raise ModuleNotFoundError(f"No module named '{__package__}.commands.{_name}'",
                                   name=f"{__package__}.commands.{_name}")

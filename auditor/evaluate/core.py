@@ -178,8 +178,8 @@ class Evaluation:
 
     def finish(self, generated_at: str, notes: Iterable[str] = ()) -> Report:
         """The report: hosts in input order, every section filled, its exit code set. Once only: it lets go
-        of what only it reads (fleet slices and reads, views, group keys; the findings are the report's
-        now), which a 100,000-host run would otherwise hold through the whole report phase."""
+        of what only it reads (fleet slices and reads, views, group keys), so a fleet's run does not hold
+        them through the report phase."""
         if self._finished:
             raise RuntimeError("Evaluation.finish() runs once")
         self._finished = True

@@ -49,9 +49,9 @@ class SpoolLost(Exception):
 
 
 class Spool:
-    """Packed rows' volatile parts in an unlinked temporary file until the scan is recorded: a few KB per
-    host (the per-host counters, compressed) that a 100,000-host scan would otherwise hold in memory, the
-    largest per-host part of it. If the file cannot be written (no space), rows stay in memory."""
+    """Packed rows' volatile parts in an unlinked temporary file until the scan is recorded: the largest
+    per-host part a fleet's scan would otherwise hold in memory. If the file cannot be written (no space),
+    rows stay in memory."""
 
     def __init__(self) -> None:
         self._file: IO[bytes] | None = None

@@ -27,7 +27,7 @@ def _ssm(spec: HostSpec) -> Transport:
     from .ssm import SSMTransport
 
     # cast until transport/ssm.py (the ssm room's) takes the ProbeRequest too; ssm:// hosts are collected
-    # by the batch (app.collect_ssm), never through this single-host door
+    # by the batch (run/live_hosts.collect_ssm), never through this single-host door
     return cast(Transport, SSMTransport(spec))
 
 
@@ -64,7 +64,7 @@ def scheme_of(target: str) -> str:
     return scheme
 
 
-# Schemes collected as one fleet batch (app.collect_ssm: one SendCommand per ≤ 50 instances, or one
+# Schemes collected as one fleet batch (run/live_hosts.collect_ssm: one SendCommand per ≤ 50 instances, or one
 # tag-targeted command) rather than host by host through `open_transport`.
 BATCHED_SCHEMES = frozenset({"ssm"})
 
