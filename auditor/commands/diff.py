@@ -17,12 +17,10 @@ from ..context import Env
 from ..models import HostSpec
 from ..render.release_notes import FORMATS as RELEASE_FORMATS
 from ..render.release_notes import render as render_release_notes
-from ..snapshotdoc import Snapshot
 from .aws_options import REGION_RE, add_ami_options, aws_from_args, checked
 from .checks import MAX_DEADLINE_S, bounded_float
 
 if TYPE_CHECKING:  # imported where used: `ami-auditor --help` does not load deepdiff, re2 or jsonschema
-    from ..compare.baseline import Baseline
     from ..compare.drift import Difference
 
 
@@ -68,7 +66,7 @@ def _document(args: argparse.Namespace, diffs: list[Difference], summary: str, n
 
 def run(args: argparse.Namespace, env: Env) -> int:
     from ..render.release_notes import summary_line
-    from ..run.diff import collect_side, diff, load_side, unreached
+    from ..run.diff import collect_sides, diff, load_side, unreached
     from ..targets.resolve import inventory_specs, with_ami_settings
 
     out = Path(args.out).expanduser() if args.out else None
@@ -76,17 +74,13 @@ def run(args: argparse.Namespace, env: Env) -> int:
         check_writable_file(out, "--out")  # before any host is contacted
     inventory = {s.name: s for s in inventory_specs(args.inventory)}
     sides = [load_side(args.a, inventory), load_side(args.b, inventory)]
-    loaded: list[Baseline | Snapshot] = []
-    for side in sides:
-        if isinstance(side, HostSpec):
-            (side,) = with_ami_settings([side], aws_from_args(args))
-            snapshot = collect_side(side, args.deadline, env)
-            if snapshot is None:
-                return unreached()
-            loaded.append(snapshot)
-        else:
-            loaded.append(side)
-    result = diff(loaded[0], loaded[1], args.a, args.b)
+    live = with_ami_settings([s for s in sides if isinstance(s, HostSpec)], aws_from_args(args))
+    collected = iter(collect_sides(live, args.deadline, env))
+    loaded = [next(collected) if isinstance(side, HostSpec) else side for side in sides]
+    a, b = loaded
+    if a is None or b is None:
+        return unreached()
+    result = diff(a, b, args.a, args.b)
     summary = summary_line(result.notes)  # one count for text, md, json and html: changes, then their differences
     document = _document(args, result.differences, summary, result.notes)
     if out is None:

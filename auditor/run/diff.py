@@ -1,6 +1,6 @@
 """`diff A B`: each side loaded or collected, then what differs from A to B, and the exit code (decide).
 
-A side is a snapshot file, a baseline, or a live host collected as `scan` collects it (live_hosts). Between
+A side is a snapshot file, a baseline, or a live host collected through `scan`'s door (live_hosts). Between
 two snapshots, image hygiene that appeared (a baked SSH host key) is a difference though drift leaves those
 facts out as volatile.
 """
@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..exitcodes import Outcome, decide
 from ..models import HostSpec
 from ..snapshotdoc import Snapshot
-from .live_hosts import collect_host, redact_errors
+from .live_hosts import iter_hosts
 
 if TYPE_CHECKING:  # imported where used: `ami-auditor --help` does not load deepdiff, re2 or jsonschema
     from ..compare.baseline import Baseline
@@ -52,15 +52,19 @@ def load_side(text: str, inventory: dict[str, HostSpec]) -> Side:
     return next(iter(targets_from_args([text], check_paths=True)))
 
 
-def collect_side(spec: HostSpec, deadline: float, env: Env) -> Snapshot | None:
-    """A live side's snapshot; None (its status told on stderr) when the host was not reached."""
+def collect_sides(specs: list[HostSpec], deadline: float, env: Env) -> list[Snapshot | None]:
+    """The live sides' snapshots, collected at once through scan's door (iter_hosts: errors redacted, ssm://
+    in its batch); None for a side not reached, its status told on stderr."""
     from ..collect.probe import DEFAULT_BINARIES
 
-    result = collect_host(spec, DEFAULT_BINARIES, deadline)
-    if result.snapshot is None:
-        redact_errors([result])
-        env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
-    return result.snapshot
+    snaps: list[Snapshot | None] = [None] * len(specs)
+    if not specs:
+        return snaps
+    for index, result in iter_hosts(specs, parallel=len(specs), binaries=DEFAULT_BINARIES, deadline_s=deadline):
+        snaps[index] = result.snapshot
+        if result.snapshot is None:
+            env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
+    return snaps
 
 
 def differences(a: Baseline | Snapshot, b: Baseline | Snapshot) -> list[Difference]:
