@@ -48,7 +48,7 @@ def _snapshot(args: argparse.Namespace, env: Env) -> Snapshot | int:
     if result.snapshot is None:
         redact_errors([result])
         env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
-        return exitcodes.INCOMPLETE
+        return exitcodes.decide(exitcodes.Outcome(incomplete=True))
     return result.snapshot
 
 
