@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import shutil
 import sys
 import tempfile
 import threading
@@ -94,6 +95,7 @@ def main() -> int:
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
+        shutil.rmtree(tmp, ignore_errors=True)
     print(f"checkout: {root}")
     print(f"command: ami-auditor {' '.join(argv)} -> exit {code}")
     print(f"modules under auditor/: {module_count(package)}")
