@@ -1,6 +1,6 @@
 """Command-line entry point: parse arguments, call one function per command, map errors to exit codes.
 
-Exit codes (exitcodes.py, README): 0 clean, 1 findings, 2 bad input, 3 incomplete, 4 internal error.
+Exit codes (exitcodes.decide, README): 0 clean, 1 findings, 2 bad input, 3 incomplete, 4 internal error.
 An unexpected exception is reported in one line (the traceback only with `ami-auditor --debug …`),
 never as exit 1, so a CI gate can tell a crash from a failed audit.
 """
@@ -14,9 +14,10 @@ import sys
 import traceback
 from typing import Protocol, cast
 
-from . import __version__, exitcodes, interrupt, textsafe
+from . import __version__, interrupt, textsafe
 from .context import Env, tolerant_streams
-from .errors import AuditorError, InputError
+from .errors import AuditorError, InputError, OutputError
+from .exitcodes import Outcome, decide
 
 
 class CommandModule(Protocol):
@@ -31,7 +32,7 @@ class CommandModule(Protocol):
 # start-up (below), never a silently absent command; tests/test_startup.py checks each module adds its NAME.
 COMMANDS: tuple[str, ...] = ("collect", "scan", "analyze", "baseline", "diff", "report", "rules", "ssm", "history",
                              "ami", "completion")
-for _name in COMMANDS:  # finding a module's file (~0.1 ms) does not run it
+for _name in COMMANDS:  # finding a module's file does not run it
     if importlib.util.find_spec(f"{__package__}.commands.{_name}") is None:
         raise ModuleNotFoundError(f"No module named '{__package__}.commands.{_name}'",
                                   name=f"{__package__}.commands.{_name}")
@@ -109,10 +110,10 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
             return int(args.func(args, env))
     except InputError as exc:
         env.err(f"ami-auditor: error: {clean(str(exc))}")
-        return exitcodes.BAD_INPUT
+        return decide(Outcome(bad_input=True))
     except AuditorError as exc:  # the cloud API or a host could not be reached, or the results not saved (OutputError)
         env.err(f"ami-auditor: error: {clean(str(exc))}")
-        return exitcodes.INCOMPLETE
+        return decide(Outcome(not_saved=isinstance(exc, OutputError), incomplete=True))
     except KeyboardInterrupt as exc:
         env.err(f"ami-auditor: {'terminated' if isinstance(exc, interrupt.Terminated) else 'interrupted'}")
         return int(getattr(exc, "exit_code", 130))
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
         if debug:
             env.err(clean("".join(traceback.format_exception(exc))).rstrip("\n"))
         env.err(internal_error_line(exc))
-        return exitcodes.INTERNAL
+        return decide(Outcome(crashed=True))
 
 
 if __name__ == "__main__":

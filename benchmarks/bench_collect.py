@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from auditor.app import collect_hosts  # noqa: E402
 from auditor.collect.framing import new_nonce, with_nonce  # noqa: E402
 from auditor.collect.probe import DEFAULT_BINARIES, probe_script  # noqa: E402
+from auditor.run.live_hosts import collect_hosts  # noqa: E402
 from auditor.targets.inventory import load_inventory  # noqa: E402
 from auditor.transport.ssm_document import STDOUT_CAP  # noqa: E402
 from tests.fleet import Fleet  # noqa: E402

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from auditor.app import collect_host  # noqa: E402
+from auditor.run.live_hosts import collect_host  # noqa: E402
 from auditor.targets.inventory import load_inventory  # noqa: E402
 from tests.fleet import Fleet  # noqa: E402
 from tests.fleet.memcg import DyingMemcgs, dying_memcg_count, settle  # noqa: E402

@@ -41,11 +41,11 @@ def _vary(raw: str, i: int) -> str:
 
 
 def child(n: int, store: str, work: Path) -> None:
-    from auditor import app
     from auditor.cli import main
     from auditor.collect import framing
     from auditor.context import Env
     from auditor.models import CommandResult
+    from auditor.run import live_hosts
     from tests.framing_fixtures import FIXTURE_NONCE, renonce
 
     raws = _raws()
@@ -64,7 +64,7 @@ def child(n: int, store: str, work: Path) -> None:
         def close(self) -> None:
             pass
 
-    app.open_transport = lambda spec: Replay(int(spec.name[1:]))  # type: ignore[assignment]
+    live_hosts.open_transport = lambda spec: Replay(int(spec.name[1:]))  # type: ignore[assignment]
     inventory = work / "fleet.yaml"
     inventory.write_text("hosts:\n" + "".join(
         f"  - {{name: h{i:06d}, target: local, labels: {{az: us-east-1{'abc'[i % 3]}}}}}\n" for i in range(n)))
@@ -72,7 +72,7 @@ def child(n: int, store: str, work: Path) -> None:
     if not golden.exists():
         from auditor.compare.capture import capture, render
         from auditor.transport.base import DEFAULT_DEADLINE_S
-        [first] = app.collect_hosts([app.HostSpec("h000000", "local", {})], deadline_s=DEFAULT_DEADLINE_S)
+        [first] = live_hosts.collect_hosts([live_hosts.HostSpec("h000000", "local", {})], deadline_s=DEFAULT_DEADLINE_S)
         source, expect = capture(first.snapshot)
         golden.write_text(render(source, expect))
     argv = ["scan", "-i", str(inventory), "--baseline", str(golden), "--group-by", "az", "--symptom",

@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from auditor.app import collect_hosts  # noqa: E402
 from auditor.aws.ssm import SSMSettings, rate_count  # noqa: E402
 from auditor.models import HostSpec, TransportOptions  # noqa: E402
+from auditor.run.live_hosts import collect_hosts  # noqa: E402
 from tests.ssm_endpoint import AwsStandIns, canned_runner  # noqa: E402
 from tests.ssm_endpoint.recorded import recorded_document_output  # noqa: E402
 

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from auditor import cli
-from auditor.app import collect_host
 from auditor.context import Env
 from auditor.models import AmiSettings, HostSpec, TransportOptions
+from auditor.run.live_hosts import collect_host
 from auditor.transport import ami_disk
 from auditor.transport.ami import AmiRun
 from auditor.transport.image import ImageTransport

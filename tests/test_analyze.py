@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from auditor import analysis
 from auditor.compare.normalize import normalize, stable_key
 from auditor.context import Env
 from auditor.evaluate import files
@@ -31,6 +30,7 @@ from auditor.history.feed import Feed
 from auditor.models import HostResult, HostSpec
 from auditor.options import AnalyzeOptions, CompareOptions, HistoryOptions, JudgeOptions, RenderOptions
 from auditor.reportdoc import facts_summary, report_to_dict, validate_report
+from auditor.run import analyze as analysis_run
 
 REPO = Path(__file__).resolve().parents[1]
 FLEET = REPO / "tests" / "data" / "compare" / "fleet"
@@ -83,7 +83,7 @@ def _options(dirs: list[Path], tmp: Path, jobs: int, **compare: Any) -> AnalyzeO
 
 def _analyzed(opts: AnalyzeOptions) -> dict[str, Any]:
     """Run the analysis in this process (workers fork from it) and read the JSON report it wrote."""
-    code = analysis.analyze(opts, Env(io.StringIO(), io.StringIO()))
+    code = analysis_run.analyze(opts, Env(io.StringIO(), io.StringIO()))
     assert opts.render.out is not None
     doc = json.loads((Path(opts.render.out) / "report.json").read_text())
     validate_report(doc)
@@ -93,10 +93,10 @@ def _analyzed(opts: AnalyzeOptions) -> dict[str, Any]:
 
 def _in_memory(snaps: list[dict[str, Any]], opts: AnalyzeOptions) -> dict[str, Any]:
     """The same snapshots held in memory through one core in this process, in order (no workers, no files)."""
-    plan = analysis.prepare(opts)
+    plan = analysis_run.prepare(opts)
     hosts = [HostResult(HostSpec(s["name"], s["target"], dict(s["labels"])), "ok", None, copy.deepcopy(s), 0.0)
              for s in snaps]
-    report = evaluate(EvalPlan(plan.judge, plan.compare, "high"), hosts, "x", sidecar=Feed(None))
+    report = evaluate(EvalPlan(plan.judge, plan.compare, "high"), hosts, "x", hook=Feed(None))
     return json.loads(json.dumps(report_to_dict(report)))
 
 
@@ -315,7 +315,7 @@ def test_while_the_reports_are_written_each_finding_is_held_once(tmp_path: Path,
 
     monkeypatch.setattr(render_stage, "write", counting)
     out = io.StringIO()
-    code = analysis.analyze(opts, Env(out, io.StringIO()))
+    code = analysis_run.analyze(opts, Env(out, io.StringIO()))
     doc = json.loads((tmp_path / "out" / "report.json").read_text())
     assert alive == [(len(doc["findings"]) + len(doc["drift"]), 0)]
     summary = out.getvalue()

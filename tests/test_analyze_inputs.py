@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from auditor import analysis
 from auditor.context import Env
 from auditor.evaluate import files
 from auditor.history import pack
 from auditor.options import AnalyzeOptions, CompareOptions, HistoryOptions, RenderOptions
+from auditor.run import analyze as analysis_run
 
 REPO = Path(__file__).resolve().parents[1]
 FLEET = REPO / "tests" / "data" / "compare" / "fleet"
@@ -42,7 +42,7 @@ def _run(dirs: list[Path], tmp: Path, jobs: int = 1, store: Path | None = None,
     history = HistoryOptions(store=str(store)) if store is not None else HistoryOptions(no_store=True)
     opts = AnalyzeOptions(dirs=tuple(map(str, dirs)), jobs=jobs, compare=CompareOptions(**compare),
                           render=RenderOptions(formats="json,html,junit,md", out=str(tmp / "out")), history=history)
-    code = analysis.analyze(opts, Env(out, err))
+    code = analysis_run.analyze(opts, Env(out, err))
     return code, json.loads((tmp / "out" / "report.json").read_text()), err.getvalue()
 
 

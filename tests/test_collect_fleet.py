@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from auditor.app import collect_hosts
 from auditor.cli import main
 from auditor.context import Env
+from auditor.run.live_hosts import collect_hosts
 from auditor.targets.inventory import load_inventory
 from tests.fleet import memcg
 

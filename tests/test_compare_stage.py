@@ -46,7 +46,7 @@ def run(*argv: str) -> Report:
     plans = judge_stage.prepare(opts.judge), compare_stage.prepare(opts.compare)
     snaps = [json.loads((FLEET / f"{h}.json").read_text()) for h in HOSTS]
     hosts = [HostResult(HostSpec(s["name"], s["target"], s["labels"]), "ok", None, s) for s in snaps]
-    return evaluate(EvalPlan(*plans, fail_on="high"), hosts, "2026-11-29T00:00:00Z", sidecar=Feed(None))
+    return evaluate(EvalPlan(*plans, fail_on="high"), hosts, "2026-11-29T00:00:00Z", hook=Feed(None))
 
 
 def test_scan_sections_baseline_drift_az_comparison_and_crash_loop_symptom(tmp_path: Path) -> None:

@@ -142,8 +142,8 @@ while time.monotonic() < end:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (perf on a core, dying memcgs)")
 def test_real_hot_thread_walking_memcgs_shows_memcg_frames_on_top(tmp_path: Path) -> None:
-    from auditor.app import collect_host
     from auditor.models import HostSpec
+    from auditor.run.live_hosts import collect_host
 
     reason = memcg.available()
     if reason:

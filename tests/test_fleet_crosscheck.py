@@ -16,8 +16,8 @@ from typing import Any
 import paramiko
 import pytest
 
-from auditor.app import collect_hosts
 from auditor.collect.probe import DEFAULT_BINARIES
+from auditor.run.live_hosts import collect_hosts
 from auditor.targets.inventory import load_inventory
 from tests.fleet import RELEASE_FLEET, SCENARIO, Fleet, combined_inventory
 

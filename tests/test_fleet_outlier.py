@@ -189,7 +189,7 @@ def test_worker_cores_merged_give_the_one_process_findings(judge: Judge, tmp_pat
         worker = Evaluation(plan, worker=True)
         for i in part:
             worker.add(as_result(snaps[i], f"{snaps[i]['name']}.json"), i)
-        parent.merge(worker.take())
+        parent.merge(worker.hand_over())
     got = [f for f in parent.finish("2026-12-05T00:00:00Z").findings if f.rule == "t.dying-outlier"]
     want = found(judge, snaps)
     assert [(f.host, f.evidence) for f in got] == [(f.host, f.evidence) for f in want]

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from auditor.app import collect_hosts
 from auditor.cli import main
 from auditor.context import Env
 from auditor.reportdoc import validate_report
+from auditor.run.live_hosts import collect_hosts
 from auditor.targets.inventory import load_inventory
 from tests.fleet import Fleet, builder, cgroup2, combined_inventory, memcg
 from tests.fleet.fleet import DEBIAN_VERSION, UNIFIED_RELEASES

@@ -249,7 +249,7 @@ def test_fleet_reads_made_in_workers_give_the_one_process_findings_and_an_error_
         worker = Evaluation(plan, worker=True)
         for i in part:
             worker.add(as_result(snaps[i], f"h{i}.json"), i)
-        parent.merge(worker.take())
+        parent.merge(worker.hand_over())
     got = [f for f in parent.finish("2026-12-03T00:00:00Z").findings if f.rule.startswith(("t.", "fleet."))]
     assert [(f.host, f.rule, f.title) for f in got] == [(f.host, f.rule, f.title) for f in want
                                                        if f.rule.startswith(("t.", "fleet."))]

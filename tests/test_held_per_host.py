@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from auditor import pipeline
 from auditor.evaluate.retained import stub
 from auditor.models import HostResult, HostSpec
 from auditor.reportdoc import _host
+from auditor.run import scan as scan_run
 from tests.test_one_core import _report, _run, replayed  # noqa: F401 - the fixture
 
 SNAP: dict[str, Any] = {"labels": {"az": "us-east-1a"}, "facts": {}, "probe": {"complete": True}}
@@ -41,14 +41,13 @@ def test_a_stub_is_no_whole_snapshot_and_holds_only_what_the_report_reads() -> N
 def test_a_quiet_scan_keeps_no_summary_lines(replayed: Path, tmp_path: Path,  # noqa: F811
                                              monkeypatch: pytest.MonkeyPatch, quiet: bool) -> None:
     kept: list[int] = []
-    real = pipeline.evaluate
+    real = scan_run.LiveHosts.lines
 
-    def counting(*args: Any, **kwargs: Any) -> list[Any]:
-        lines = real(*args, **kwargs)
-        kept.append(len(lines))
-        return lines
+    def counting(self: scan_run.LiveHosts, report: Any) -> Any:
+        kept.append(len(self._lines))  # what the source held until the report was made
+        return real(self, report)
 
-    monkeypatch.setattr(pipeline, "evaluate", counting)
+    monkeypatch.setattr(scan_run.LiveHosts, "lines", counting)
     _, text = _run("scan", "-i", str(replayed), "--no-store", "--format", "json", "--out", str(tmp_path / "out"),
                    *(["--quiet"] if quiet else []))
     doc = _report(tmp_path / "out")
@@ -81,7 +80,7 @@ def test_finish_lets_go_of_what_only_it_reads_and_runs_once() -> None:
     core = Evaluation(EvalPlan(JudgePlan(load_rules(), ()), _no_compare(), None))
     for i in range(4):
         core.add(as_result(host(f"h{i}"), f"h{i}.json"))
-    held = core._entries
+    held = core._records
     assert all(e.slice is not None and e.fleet and e.findings for e in held)
     report = core.finish("2026-12-03T00:00:00Z")
     assert {f.host for f in report.findings} == {f"h{i}" for i in range(4)}

@@ -143,8 +143,8 @@ def test_linear_patterns_find_what_they_found_before(tmp_path: Path) -> None:
         f.write("x https://a.example/b/kubelet.sha256 s3://bucket/kubelet\"http://c.example/kubelet\n")
     quadratic_secret_line(root)
     (root / "etc/profile.d/y.sh").write_text("export MY_API_KEY=abc\n")
-    from auditor.app import collect_host
     from auditor.models import HostSpec
+    from auditor.run.live_hosts import collect_host
 
     result = collect_host(HostSpec("img", f"image://{root}"), binaries=["kubelet"], deadline_s=30)
     assert result.snapshot is not None, result.error

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from auditor.app import collect_host
 from auditor.collect import framing
 from auditor.collect.probe import probe_request
 from auditor.errors import TransportError
 from auditor.image.fs import MAX_LINKS, ImageFS
 from auditor.image.packages import Packages
 from auditor.models import HostSpec
+from auditor.run.live_hosts import collect_host
 from auditor.transport.image import ImageTransport
 from tests.test_image_transport import make_root
 
@@ -267,7 +267,7 @@ def test_transport_needs_the_nonce_and_host_content_cannot_forge_sections(tmp_pa
             "url": "https://x.example/bin/kubelet"} in kubelet["evidence"]
 
 
-SCAN_JSON = ("import json, sys; from auditor.app import collect_host; from auditor.models import HostSpec; "
+SCAN_JSON = ("import json, sys; from auditor.run.live_hosts import collect_host; from auditor.models import HostSpec; "
              "r = collect_host(HostSpec('img', sys.argv[1]), binaries=['kubelet']); print(json.dumps(r.snapshot))")
 
 

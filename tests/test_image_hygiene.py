@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from auditor.app import collect_host
 from auditor.collect.probe import DEFAULT_BINARIES
 from auditor.judge.engine import Judge
 from auditor.judge.params import parse_set
 from auditor.judge.rules import load_rules
 from auditor.models import HostSpec
+from auditor.run.live_hosts import collect_host
 from auditor.targets.inventory import load_inventory
 from tests.test_image_transport import make_root
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from auditor import cli
-from auditor.app import collect_host
 from auditor.context import Env
 from auditor.models import HostSpec
+from auditor.run.live_hosts import collect_host
 from tests.test_image_transport import make_root
 
 

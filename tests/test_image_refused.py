@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor.app import collect_host
 from auditor.image.packages import STATUS_CAP
 from auditor.models import HostSpec
+from auditor.run.live_hosts import collect_host
 from tests.test_image_transport import make_root
 from tests.test_image_unhashed import NO_DAC
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor.app import collect_host
 from auditor.errors import InputError
 from auditor.models import HostSpec
+from auditor.run.live_hosts import collect_host
 from auditor.transport.image import image_root
 
 KUBELET = "#!/bin/sh\ntouch /tmp/ami-auditor-image-kubelet-ran\necho 'Kubernetes v1.29.3'\n"

@@ -54,3 +54,15 @@ def test_a_judge_module_importing_a_transport_breaks_the_contract(tmp_path: Path
 def test_a_collect_module_importing_the_image_room_breaks_the_contract(tmp_path: Path) -> None:
     out = lint_copy_with(tmp_path, "collect/snapshot.py", "from auditor.image import fs")
     assert "it never imports a transport or the image room BROKEN" in out, out
+
+
+def test_the_run_driver_reaching_live_hosts_breaks_the_contract(tmp_path: Path) -> None:
+    out = lint_copy_with(tmp_path, "run/driver.py", "from auditor.run import live_hosts")
+    assert "the run driver takes hosts from a source and never reaches a host itself" in out, out
+    assert "auditor.run.driver -> auditor.run.live_hosts" in out, out
+
+
+def test_the_run_driver_importing_a_run_above_it_breaks_the_layers(tmp_path: Path) -> None:
+    out = lint_copy_with(tmp_path, "run/driver.py", "from auditor.run import scan")
+    assert "then the runs (scan, analyze, diff), the run driver, live hosts" in out and "BROKEN" in out, out
+    assert "auditor.run.driver -> auditor.run.scan" in out, out

@@ -79,8 +79,8 @@ def test_a_stop_does_not_outlive_its_command(tmp_path: Path) -> None:
     """An interrupted in-process command (as the ami:// tests run them) leaves no stop behind: the image
     reader checks it at every read, so a stale one would interrupt whatever this process reads next."""
     from auditor import interrupt
-    from auditor.app import collect_host
     from auditor.models import HostSpec
+    from auditor.run.live_hosts import collect_host
 
     with interrupt.handlers():
         interrupt.STOP.set()  # what a SIGTERM during the command does

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import jsonschema
 
-from auditor.app import collect_host
 from auditor.cli import main
 from auditor.collect.schema import snapshot_json_schema
 from auditor.compare.drift import diff_views, drift_view
@@ -18,6 +17,7 @@ from auditor.context import Env
 from auditor.judge.engine import Judge
 from auditor.judge.rules import load_rules
 from auditor.models import HostSpec
+from auditor.run.live_hosts import collect_host
 from tests.test_image_transport import make_root
 
 RUNTIME = {"cgroups", "cpu", "cpu_stack", "disk", "gpu", "network", "proc"}

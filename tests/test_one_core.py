@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 import yaml
 
-from auditor import app
 from auditor.cli import main
 from auditor.collect import framing
 from auditor.context import Env
 from auditor.evaluate import files
 from auditor.models import CommandResult, HostSpec
 from auditor.reportdoc import validate_report
+from auditor.run import live_hosts
 from tests.framing_fixtures import FIXTURE_NONCE, renonce
 
 PROBE = Path(__file__).parent / "data" / "probe"
@@ -61,7 +61,7 @@ def replayed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     def open_transport(spec: HostSpec) -> Replay:
         return Replay(raws[spec.labels["os"]])
 
-    monkeypatch.setattr(app, "open_transport", open_transport)
+    monkeypatch.setattr(live_hosts, "open_transport", open_transport)
     hosts = [{"name": f"h{i:02d}", "target": "local",  # AZ b all Ubuntu, AZ a two Amazon Linux: AZ splits
               "labels": {"az": f"us-east-1{'ab'[i % 2]}", "os": OSES[2] if i % 2 else OSES[(i // 2) % 2]}}
              for i in range(HOSTS)]

@@ -62,11 +62,11 @@ def test_a_repeated_section_is_tampering_and_incomplete() -> None:
 
 
 def test_scan_exit_code_and_report_say_partial() -> None:
-    from auditor.evaluate.core import failing
+    from auditor.evaluate.core import verdict
 
     partial = result_for(end_of("cgroups").sub(f"@@AMI-AUDITOR-END {FIXTURE_NONCE} cgroups rc=124@@", RAW))
     report = Report(hosts=[result_for(RAW), partial], generated_at="2026-11-30T00:00:00Z", fail_on="high")
-    code = exitcodes.combine(failing(report), not all(r.complete for r in report.hosts))
+    code = verdict(report)
     assert code == exitcodes.INCOMPLETE
     report.exit_code = code
     doc = report_to_dict(report)

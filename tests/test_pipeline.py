@@ -1,4 +1,4 @@
-"""`scan` as one typed pipeline: typed options in, no argparse or stage lookup by name past the CLI layer,
+"""`scan` from typed options: typed options in, no argparse or stage lookup by name past the CLI layer,
 a missing module is an error, and bad input in the options stops the scan before any host is contacted."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from auditor import pipeline
 from auditor.cli import build_parser
 from auditor.commands.scan import scan_options
 from auditor.context import Env
 from auditor.errors import InputError
 from auditor.options import CompareOptions, RenderOptions, ScanOptions, TargetOptions
+from auditor.run import scan as scan_run
 
-PACKAGE = Path(pipeline.__file__).parent
+PACKAGE = Path(scan_run.__file__).parents[1]
 CLI_LAYER = {PACKAGE / "cli.py", *(PACKAGE / "commands").glob("*.py")}
 
 
@@ -72,7 +72,7 @@ def test_scan_runs_from_typed_options_without_a_command_line(tmp_path: Path) -> 
     opts = ScanOptions(TargetOptions(("local",), binaries=("sh",)), fail_on="critical",
                        render=RenderOptions("json,md", str(out)))
     stdout = io.StringIO()
-    code = pipeline.scan(opts, Env(stdout, io.StringIO()))
+    code = scan_run.scan(opts, Env(stdout, io.StringIO()))
     report = json.loads((out / "report.json").read_text())
     assert code == report["summary"]["exit_code"] == 0
     assert [(h["name"], h["status"]) for h in report["hosts"]] == [("local", "ok")]
@@ -90,7 +90,7 @@ def test_bad_input_in_the_options_stops_before_any_host_is_contacted(tmp_path: P
         opts = ScanOptions(TargetOptions((target,)), compare=CompareOptions(baseline=str(bad)),
                            render=RenderOptions("json", str(tmp_path / "out")))
         with pytest.raises(InputError, match="golden.yaml"):
-            pipeline.scan(opts, Env(io.StringIO(), io.StringIO()))
+            scan_run.scan(opts, Env(io.StringIO(), io.StringIO()))
         with pytest.raises(BlockingIOError):
             listener.accept()
     assert not (tmp_path / "out").exists()

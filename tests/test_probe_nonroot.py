@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.app import collect_host
 from auditor.models import HostSpec, SSHOptions
+from auditor.run.live_hosts import collect_host
 from tests.test_ssh_transport import IN_CI, SSHD, _ensure_user, _keygen, _start_sshd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +62,7 @@ def real_host_dirs(base: Path) -> tuple[Path, Path]:
     return home, apt
 
 
-HYGIENE = ("-c 'import json; from auditor.app import collect_host; from auditor.models import HostSpec; "
+HYGIENE = ("-c 'import json; from auditor.run.live_hosts import collect_host; from auditor.models import HostSpec; "
            "print(json.dumps(collect_host(HostSpec(\"local\", \"local\"), binaries=[]).snapshot))'")
 SCAN = "-m auditor.cli scan local --no-store --binary kubelet --format json"
 

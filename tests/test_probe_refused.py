@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from auditor.app import collect_host
 from auditor.models import HOST_STATUSES, HostSpec, SSHOptions
+from auditor.run.live_hosts import collect_host
 from tests.test_ssh_transport import IN_CI, SSHD, Sshd, _ensure_user, _keygen, _start_sshd
 
 ROOT = Path(__file__).resolve().parent.parent

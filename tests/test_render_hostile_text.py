@@ -19,7 +19,7 @@ from typing import Any
 from auditor.cli import main
 from auditor.context import Env
 from auditor.models import Finding, HostResult, HostSpec, Report
-from auditor.render.stage import show, tell
+from auditor.render.stage import print_summary, summarize
 from auditor.render.terminal import one_line
 from auditor.textsafe import UNSAFE
 
@@ -113,7 +113,7 @@ def test_terminal_summary_and_host_lines_stay_one_line_each() -> None:
                     findings=[finding], notes=[HOSTILE], exit_code=1,
                     comparison={"splits": [{"group_by": HOSTILE, "path": HOSTILE, "score": 1.0}]})
     out = io.StringIO()
-    show(tell(report), report.exit_code, Env(stdout=out, stderr=io.StringIO()))
+    print_summary(summarize(report), report.exit_code, Env(stdout=out, stderr=io.StringIO()))
     text = out.getvalue()
     assert raw_chars(text) == []
     assert [line[:9] for line in text.splitlines()[1:]] == ["1/1 hosts", "  split b", "  [HIGH  ", "  note: e",

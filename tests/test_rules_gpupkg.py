@@ -27,7 +27,6 @@ import jmespath
 import pytest
 import yaml
 
-from auditor.app import collect_host
 from auditor.cli import main
 from auditor.collect.parsers.gpu import parse_gpu
 from auditor.collect.parsers.kernel import parse_kernel, release_order
@@ -38,6 +37,7 @@ from auditor.judge.engine import Judge
 from auditor.judge.functions import OPTIONS
 from auditor.judge.rules import load_rules
 from auditor.models import Finding, HostSpec
+from auditor.run.live_hosts import collect_host
 from tests.probe_shell import probe_filter
 from tests.test_image_transport import make_root
 

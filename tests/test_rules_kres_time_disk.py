@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from auditor.app import collect_host
 from auditor.cli import main
 from auditor.context import Env
 from auditor.judge.engine import Judge
 from auditor.judge.params import parse_set
 from auditor.judge.rules import load_rules
 from auditor.models import HostSpec
+from auditor.run.live_hosts import collect_host
 from tests.fleet.fleet import Fleet, combined_inventory
 from tests.test_image_transport import make_root
 from tests.test_parsers_real import REAL, facts_of

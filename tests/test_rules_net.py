@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 import yaml
 
-from auditor.app import collect_host
 from auditor.cli import main
 from auditor.collect.parsers.network import parse_kernel_log
 from auditor.context import Env
 from auditor.judge.engine import Judge
 from auditor.judge.rules import load_rules
 from auditor.models import Finding, HostSpec
+from auditor.run.live_hosts import collect_host
 from tests.probe_shell import probe_filter
 from tests.test_image_transport import make_root
 from tests.test_parsers_real import read_capture

@@ -11,7 +11,7 @@ from typing import Any
 
 from auditor import contentkey
 from auditor.contentkey import Shared
-from auditor.evaluate.core import Entry, EvalPlan, Evaluation
+from auditor.evaluate.core import EvalPlan, Evaluation, HostRecord
 from auditor.history.feed import Feed
 from auditor.judge.rules import load_rules
 from auditor.judge.stage import JudgePlan
@@ -62,11 +62,11 @@ def _hosts(n: int) -> list[HostResult]:
     return out
 
 
-def _run(hosts: list[HostResult]) -> tuple[list[Entry], dict[str, Any]]:
-    core = Evaluation(EvalPlan(JudgePlan(load_rules(), ()), _no_compare(), "high"), sidecar=Feed(None))
+def _run(hosts: list[HostResult]) -> tuple[list[HostRecord], dict[str, Any]]:
+    core = Evaluation(EvalPlan(JudgePlan(load_rules(), ()), _no_compare(), "high"), hook=Feed(None))
     for host in hosts:
         core.add(host)
-    entries = list(core._entries)
+    entries = list(core._records)
     slices = [e.slice for e in entries]
     assert all(s is not None for s in slices)
     if len(slices) > 1 and contentkey.Shared.one is _ONE:  # fleet slices: areas and labels held once too

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from auditor.app import collect_hosts
 from auditor.aws.ssm import SSMSettings
 from auditor.models import HostSpec, TransportOptions
+from auditor.run.live_hosts import collect_hosts
 from auditor.transport.base import DEFAULT_MAX_OUTPUT
 from auditor.transport.ssm_document import FOOTER, HEADER, decode_output
 from auditor.transport.ssm_s3 import read_object

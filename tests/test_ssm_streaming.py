@@ -14,13 +14,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from auditor.app import collect_hosts, iter_hosts
 from auditor.aws.ssm import SSMSettings
 from auditor.collect import framing
 from auditor.collect.probe import DEFAULT_BINARIES, probe_request
 from auditor.collect.snapshot import build_snapshot
 from auditor.errors import ProbeTimeout, TransportError, Unreachable
 from auditor.models import CommandResult, HostSpec, TransportOptions
+from auditor.run.live_hosts import collect_hosts, iter_hosts
 from auditor.transport.ssm import run_ssm_batch
 from auditor.transport.ssm_document import FOOTER, HEADER, decode_output
 from tests.framing_fixtures import FIXTURE_NONCE
@@ -138,7 +138,7 @@ def test_outputs_are_yielded_before_the_last_instance_finishes(aws: AwsStandIns,
 
 
 def test_a_scan_gets_each_ssm_host_while_the_batch_still_runs(aws: AwsStandIns, replay: Replay) -> None:
-    """The scan's own door (app.iter_hosts): SSM hosts arrive one by one as their outputs are read, each
+    """The scan's own door (live_hosts.iter_hosts): SSM hosts arrive one by one as their outputs are read, each
     already a snapshot, not as one list when the last instance is done."""
     fast = fleet(aws, replay, range(761, 781))
     [slow] = fleet(aws, replay, range(781, 782), delay_s=6)

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from auditor.app import collect_hosts
 from auditor.cli import build_parser, main
 from auditor.commands.aws_options import aws_from_args
 from auditor.compare.normalize import normalize
 from auditor.context import Env
+from auditor.run.live_hosts import collect_hosts
 from auditor.targets.resolve import discovered_hosts
 from auditor.transport.ssm_document import DOCUMENT_NAME
 from tests.ssm_endpoint import AwsStandIns, canned_runner, local_runner

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 import pytest
 from botocore.exceptions import ClientError
 
-from auditor.app import collect_hosts
 from auditor.aws.ssm import SSMSettings
 from auditor.collect import framing
 from auditor.collect.probe import DEFAULT_BINARIES
 from auditor.models import HostSpec, TransportOptions
+from auditor.run.live_hosts import collect_hosts
 from auditor.transport.ssm_document import DOCUMENT_NAME, decode_output, document_json, wrapper_script
 from tests.framing_fixtures import FIXTURE_NONCE
 from tests.ssm_endpoint import AwsStandIns, canned_runner, local_runner

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from auditor import analysis
 from auditor.context import Env
 from auditor.evaluate.core import EvalPlan, Evaluation
 from auditor.evaluate.files import as_result
@@ -23,6 +22,7 @@ from auditor.history import stage as history_stage
 from auditor.history.db import open_store
 from auditor.history.feed import Feed, Spooled
 from auditor.options import HistoryOptions
+from auditor.run import analyze as analysis_run
 from tests.test_analyze import _fleet, _options, _write
 from tests.test_output_failures import fill, tmpfs
 
@@ -30,7 +30,7 @@ from tests.test_output_failures import fill, tmpfs
 def _analyze(tmp: Path, store: Path, snaps: Path, fail_on: str | None = "high") -> tuple[int, str]:
     opts = replace(_options([snaps], tmp, 1), history=HistoryOptions(store=str(store)), fail_on=fail_on)
     err = io.StringIO()
-    code = analysis.analyze(opts, Env(io.StringIO(), err))
+    code = analysis_run.analyze(opts, Env(io.StringIO(), err))
     return code, err.getvalue()
 
 
@@ -43,19 +43,19 @@ def test_the_core_keeps_each_hosts_row_spooled_and_reads_it_back_as_packed(tmp_p
     store = tmp_path / "h.sqlite3"
     open_store(store).close()
     feed = Feed(store)
-    core = Evaluation(EvalPlan(*_plans(tmp_path)), sidecar=feed, keep=feed.keep)
+    core = Evaluation(EvalPlan(*_plans(tmp_path)), hook=feed)
     snaps = _fleet(6)
     for snap in snaps:
         core.add(as_result(snap, f"{snap['name']}.json"))
-    kept = [extra for _, extra in core.extras()]
+    kept = [row for _, row in core.rows()]
     assert len(kept) == 6 and all(isinstance(row, Spooled) for row in kept)  # no volatile bytes in memory
-    packed = [Feed(store)(snap) for snap in _fleet(6)]  # the same rows packed straight from the snapshots
+    packed = [Feed(store).before_judge(snap) for snap in _fleet(6)]  # the same rows packed straight from the snapshots
     assert [feed.spool.volatile(row) for row in kept] == [p.volatile for p in packed if p is not None]
     feed.spool.close()
 
 
 def _plans(tmp: Path):
-    plan = analysis.prepare(_options([_write(_fleet(1), tmp / "one")], tmp, 1))
+    plan = analysis_run.prepare(_options([_write(_fleet(1), tmp / "one")], tmp, 1))
     return plan.judge, plan.compare, "high"
 
 
@@ -87,7 +87,7 @@ def test_a_spool_that_cannot_be_read_back_leaves_the_run_unrecorded_exit_3(tmp_p
 
     monkeypatch.setattr(history_stage, "finish", truncated)
     code, err = _analyze(tmp_path, tmp_path / "h.sqlite3", snaps, fail_on=None)
-    assert code == 3, err  # incomplete (with findings failing the run it would be 1: exitcodes.combine)
+    assert code == 3, err  # incomplete (with findings failing the run it would be 1: exitcodes.decide)
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and ("could not be read back" in lines[0] or "came back short" in lines[0]), err
     assert "not recorded" in lines[0] and "Traceback" not in err

@@ -7,7 +7,7 @@ import io
 
 from auditor.context import Env
 from auditor.models import Finding, HostResult, HostSpec, Report
-from auditor.render.stage import show, tell
+from auditor.render.stage import print_summary, summarize
 
 HOSTS = ["a1", "a2", "a3", "b1", "b2", "b3"]
 RULES = [{"id": "systemd.unit-crash-looping", "severity": "high", "chain_position": 0},
@@ -35,7 +35,7 @@ def cloned_report() -> Report:
 
 def lines(report: Report) -> list[str]:
     out = io.StringIO()
-    show(tell(report), report.exit_code, Env(stdout=out, stderr=io.StringIO()))
+    print_summary(summarize(report), report.exit_code, Env(stdout=out, stderr=io.StringIO()))
     return out.getvalue().strip("\n").splitlines()
 
 

@@ -1,4 +1,4 @@
-"""The transport registry says which targets are collected in a fleet batch (app.collect_hosts asks it
+"""The transport registry says which targets are collected in a fleet batch (run/live_hosts.collect_hosts asks it
 instead of matching an `ssm://` prefix)."""
 
 from __future__ import annotations

@@ -61,4 +61,4 @@ def cleanup(args: argparse.Namespace, env: Env) -> int:
             env.err(f"ami-auditor: {vid}: {exc}")
     verb = "would be deleted" if args.dry_run else "deleted"
     env.out(f"{len(found) - failed} volume(s) {verb}" + (f", {failed} failed" if failed else ""))
-    return exitcodes.INCOMPLETE if failed else exitcodes.OK
+    return exitcodes.decide(exitcodes.Outcome(incomplete=failed > 0))

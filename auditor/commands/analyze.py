@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
-    from ..analysis import analyze  # the rooms load when an analysis runs, not for `--help`
+    from ..run.analyze import analyze  # the rooms load when an analysis runs, not for `--help`
 
     return analyze(AnalyzeOptions(dirs=tuple(args.dirs), jobs=args.jobs, fail_on=args.fail_on,
                                   judge=shared.judge_options(args), compare=shared.compare_options(args),

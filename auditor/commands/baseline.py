@@ -28,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _snapshot(args: argparse.Namespace, env: Env) -> Snapshot | int:
     """The source snapshot, or an exit code when the host could not be reached."""
-    from ..app import collect_host, redact_errors  # here, not at start-up: `--help` stays light
     from ..compare.sources import load_snapshot_file
+    from ..run.live_hosts import collect_host, redact_errors  # here, not at start-up: `--help` stays light
     from ..targets.resolve import resolve_specs
 
     if args.snapshot:
@@ -49,7 +49,7 @@ def _snapshot(args: argparse.Namespace, env: Env) -> Snapshot | int:
     if snap is None:
         redact_errors([result])
         env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
-        return exitcodes.INCOMPLETE
+        return exitcodes.decide(exitcodes.Outcome(incomplete=True))
     return snap
 
 

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
-    from ..app import iter_hosts  # here, not at start-up: `--help` stays light
+    from ..run.live_hosts import iter_hosts  # here, not at start-up: `--help` stays light
     from ..targets.resolve import resolve_specs
 
     opts = target_options(args)
@@ -56,4 +56,4 @@ def run(args: argparse.Namespace, env: Env) -> int:
     for line in lines:
         env.out(line)
     env.out(f"{reached}/{len(specs)} hosts collected; snapshots in {out}/")
-    return exitcodes.combine(False, complete < len(specs))
+    return exitcodes.decide(exitcodes.Outcome(incomplete=complete < len(specs)))

@@ -1,8 +1,7 @@
-"""`ami-auditor diff A B`: what differs from A to B. Each side is a snapshot file (.json), a baseline
-(.yaml/.yml), a live target (local, ssh://…, ssm://…, image://…, ami://…) or a host name from `-i INVENTORY`.
-Exit 0 when they agree, 1 when they differ (like diff(1)), 2 on bad input, 3 when a host is not reached.
-Between two snapshots, image hygiene that appeared (a baked SSH host key) is a difference though drift
-leaves those facts out as volatile.
+"""`ami-auditor diff A B`: what differs from A to B (auditor/run/diff.py). Each side is a snapshot file
+(.json), a baseline (.yaml/.yml), a live target (local, ssh://…, ssm://…, image://…, ami://…) or a host name
+from `-i INVENTORY`. Exit 0 when they agree, 1 when they differ (like diff(1)), 2 on bad input, 3 when a
+host is not reached.
 """
 
 from __future__ import annotations
@@ -11,25 +10,19 @@ import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
-from .. import exitcodes
 from ..atomicio import check_writable_file, write_text_atomic
 from ..context import Env
-from ..errors import InputError
 from ..models import HostSpec
 from ..render.release_notes import FORMATS as RELEASE_FORMATS
 from ..render.release_notes import render as render_release_notes
 from ..reporttypes import ReleaseNotesDoc
-from ..snapshotdoc import Snapshot
 from .aws_options import REGION_RE, add_ami_options, aws_from_args, checked
 from .checks import MAX_DEADLINE_S, bounded_float
 
 if TYPE_CHECKING:  # imported where used: `ami-auditor --help` does not load deepdiff, re2 or jsonschema
-    from ..compare.baseline import Baseline
     from ..compare.drift import Difference
-
-Side: TypeAlias = "Baseline | Snapshot | HostSpec"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,50 +46,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _side(text: str, inventory: dict[str, HostSpec]) -> Side:
-    """Classify one operand and load it (files are validated before any host is contacted)."""
-    from ..compare.baseline import load_baseline
-    from ..compare.sources import load_snapshot_file
-    from ..targets.inventory import safe_target, targets_from_args
-
-    if text in inventory:
-        return inventory[text]
-    path = Path(text)
-    if path.suffix in (".json", ".yaml", ".yml") or path.is_file():
-        if not path.is_file():
-            raise InputError("no such file", safe_target(text, quote=False))
-        if path.suffix == ".json":
-            return load_snapshot_file(path)
-        return load_baseline(text)
-    return next(iter(targets_from_args([text], check_paths=True)))
-
-
-def _collect(spec: HostSpec, deadline: float, env: Env) -> Snapshot | None:
-    from ..app import collect_host, redact_errors
-    from ..collect.probe import DEFAULT_BINARIES
-
-    result = collect_host(spec, DEFAULT_BINARIES, deadline)
-    if result.snapshot is None:
-        redact_errors([result])
-        env.err(f"ami-auditor: {result.name}: {result.status}: {result.error}")
-    return result.whole
-
-
-def compare(a: Baseline | Snapshot, b: Baseline | Snapshot) -> list[Difference]:
-    """Differences from A to B for any mix of baselines and snapshots."""
-    from ..compare.baseline import Baseline
-    from ..compare.drift import diff_flat, diff_views, drift_view, reverse
-    from ..compare.normalize import normalize
-
-    if isinstance(a, Baseline):
-        if isinstance(b, Baseline):
-            return diff_flat({p: e.shown() for p, e in a.expect.items()}, {p: e.shown() for p, e in b.expect.items()})
-        return drift_view(a, normalize(b))
-    if isinstance(b, Baseline):
-        return reverse(drift_view(b, normalize(a)))
-    return diff_views(normalize(a), normalize(b))
-
-
 def _show(value: Any) -> str:
     from ..compare.normalize import display
 
@@ -117,41 +66,28 @@ def _document(args: argparse.Namespace, diffs: list[Difference], summary: str, n
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
+    from ..render.release_notes import summary_line
+    from ..run.diff import collect_sides, diff, load_side, unreached
     from ..targets.resolve import inventory_specs, with_ami_settings
 
     out = Path(args.out).expanduser() if args.out else None
     if out is not None:
         check_writable_file(out, "--out")  # before any host is contacted
     inventory = {s.name: s for s in inventory_specs(args.inventory)}
-    sides = [_side(args.a, inventory), _side(args.b, inventory)]
-    loaded: list[Baseline | Snapshot] = []
-    for side in sides:
-        if isinstance(side, HostSpec):
-            (side,) = with_ami_settings([side], aws_from_args(args))
-            snapshot = _collect(side, args.deadline, env)
-            if snapshot is None:
-                return exitcodes.INCOMPLETE
-            loaded.append(snapshot)
-        else:
-            loaded.append(side)
-    diffs = compare(loaded[0], loaded[1])
-    first, second = loaded
-    if isinstance(first, dict) and isinstance(second, dict):  # baselines hold no volatile facts
-        from ..compare.release import hygiene_appeared
-
-        diffs += hygiene_appeared((first.get("facts") or {}).get("hygiene"), (second.get("facts") or {}).get("hygiene"))
-    from ..compare.release import release_notes
-    from ..render.release_notes import summary_line
-    from ..targets.inventory import safe_target
-
-    skipped = {a for side in loaded if isinstance(side, dict) for a in side.get("not_applicable") or ()}
-    notes = release_notes(diffs, safe_target(args.a, quote=False), safe_target(args.b, quote=False), skipped)
-    summary = summary_line(notes)  # one count for text, md, json and html: changes, then the differences they hold
-    document = _document(args, diffs, summary, notes)
+    sides = [load_side(args.a, inventory), load_side(args.b, inventory)]
+    live = with_ami_settings([s for s in sides if isinstance(s, HostSpec)], aws_from_args(args))
+    collected = iter(collect_sides(live, args.deadline, env))
+    loaded = [next(collected) if isinstance(side, HostSpec) else side for side in sides]
+    a, b = loaded
+    if a is None or b is None:
+        return unreached()
+    result = diff(a, b, args.a, args.b)
+    summary = summary_line(result.notes)  # one count for text, md, json and html: changes, then their differences
+    document = _document(args, result.differences, summary, result.notes)
     if out is None:
         env.write(document, escape=False)
     else:
         write_text_atomic(out, document)
         env.out(f"{summary} from {args.a} to {args.b}")
         env.out(f"wrote {out}")
-    return exitcodes.FINDINGS if diffs else exitcodes.OK
+    return result.exit_code

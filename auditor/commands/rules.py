@@ -107,19 +107,20 @@ def run_check(args: argparse.Namespace, env: Env) -> int:
 
 
 def _try_on_snapshots(env: Env, ruleset: RuleSet, paths: list[str]) -> None:
-    """The rules over saved snapshots through the evaluation core (as scan and analyze judge them, trend facts
+    """The rules over saved snapshots through the run driver (as scan and analyze judge them, trend facts
     empty: no store), findings per snapshot, then the fleet rules' over all of them. No waiver applies."""
-    from ..collect.snapshot import now_iso
     from ..compare.sources import load_snapshot_file
     from ..compare.stage import ComparePlan
-    from ..evaluate.core import EvalPlan, evaluate
+    from ..evaluate.core import EvalPlan
     from ..evaluate.files import as_result
-    from ..history.feed import Feed
     from ..judge.stage import JudgePlan
+    from ..render.stage import RenderPlan
+    from ..run.driver import HeldHosts, RunPlan, drive
 
     snaps = [(path, load_snapshot_file(path)) for path in paths]  # bad input: exit 2 before any is judged
     hosts = [as_result(snap, path) for path, snap in snaps]
-    report = evaluate(EvalPlan(JudgePlan(ruleset), ComparePlan(), None), hosts, now_iso(), sidecar=Feed(None))
+    plan = RunPlan(EvalPlan(JudgePlan(ruleset), ComparePlan(), None), RenderPlan(("json",), None, quiet=True))
+    report = drive(HeldHosts(hosts), plan, env).report
     fleet_rules = {r.id for r in ruleset.rules if r.fleet is not None}
     by_host: dict[str, list[Finding]] = {}
     for f in report.findings:

@@ -1,7 +1,7 @@
-"""`ami-auditor scan`: the command line of the typed pipeline in auditor/pipeline.py.
+"""`ami-auditor scan`: the command line of the scan in auditor/run/scan.py.
 
 This module only declares the options and turns the parsed arguments into a ScanOptions;
-`pipeline.scan()` does the work (every input validated before any host is contacted).
+`run.scan.scan()` does the work (every input validated before any host is contacted).
 """
 
 from __future__ import annotations
@@ -51,6 +51,6 @@ def scan_options(args: argparse.Namespace) -> ScanOptions:
 
 
 def run(args: argparse.Namespace, env: Env) -> int:
-    from ..pipeline import scan  # the rooms load when a scan runs, not for `--help`
+    from ..run.scan import scan  # the rooms load when a scan runs, not for `--help`
 
     return scan(scan_options(args), env)

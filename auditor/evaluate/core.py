@@ -2,9 +2,9 @@
 
 `add` judges a host as it arrives (the Judge caches results by the content each rule reads), puts it on
 its configuration in the fleet index (normalized once per stable key), keeps its stub, findings and fleet
-slice, and drops the snapshot. A worker process's core hands what it added to its parent as a `Part`
-(`take`); the parent `merge`s parts in any order. `finish` runs the fleet rules, waivers, chains, drift,
-comparison, symptom ranking and the exit code, with hosts in input order whatever order they came in.
+slice, and drops the snapshot. A worker process's core hands what it added to its parent as a
+`WorkerBatch` (`hand_over`); the parent `merge`s batches in any order. `finish` runs the fleet rules,
+waivers, chains, drift, comparison, symptom ranking and the exit code, hosts in input order.
 
 A host name seen twice (two snapshot files of one host): the first (by arrival) is judged, the next is an
 `error` host saying so — the run is incomplete (exit 3), never a crash, and no host's findings are
@@ -13,17 +13,17 @@ counted twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from itertools import count
-from typing import Any
+from typing import Protocol
 
-from .. import exitcodes
 from ..compare import stage as compare_stage
 from ..compare.index import IndexBuilder, ViewMemo, ViewRef, host_attrs
 from ..compare.normalize import NormalView
 from ..compare.stage import ComparePlan
 from ..contentkey import Shared
+from ..exitcodes import Outcome, decide
 from ..judge import stage as judge_stage
 from ..judge.engine import Judge
 from ..judge.fleet import FleetSlice
@@ -35,7 +35,17 @@ from .interning import intern_slice, intern_stub
 from .retained import fleet_cut, fleet_slice, stub
 
 DUPLICATE = "duplicate host name: an earlier snapshot names the same host"
-Sidecar = Callable[[Snapshot], Any]  # run on each snapshot before it is judged (trends, store rows)
+
+
+class HostHook(Protocol):
+    """The run's per-host step before the judge (history: trend facts on the snapshot, its store row packed).
+
+    `before_judge` may add facts and returns the host's row (None: nothing to record); `hold` is what the
+    core keeps of an accepted host's row (a store row's bulk spooled to disk)."""
+
+    def before_judge(self, snap: Snapshot) -> object | None: ...
+
+    def hold(self, row: object) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -48,7 +58,7 @@ class EvalPlan:
 
 
 @dataclass(slots=True)
-class Entry:
+class HostRecord:
     """All the core keeps of one host."""
 
     position: int
@@ -58,27 +68,26 @@ class Entry:
     attrs: dict[str, str] | None = None
     slice: FleetSlice | None = None
     fleet: tuple[FleetRead, ...] = ()  # what the host gives each fleet rule (Judge.fleet_reads)
-    extra: Any = None  # what the sidecar returned
+    row: object | None = None  # what the host hook returned (a store row)
     source: str | None = None  # the file it was read from (names a duplicate); dropped once accepted
 
 
 @dataclass
-class Part:
-    """What a worker's core added since its last `take`: entries, and the views its parent has not seen."""
+class WorkerBatch:
+    """What a worker's core added since its last `hand_over`: records, and the views its parent has not seen."""
 
-    entries: list[Entry] = field(default_factory=list)
+    records: list[HostRecord] = field(default_factory=list)
     views: dict[ViewRef, NormalView] = field(default_factory=dict)
 
 
 class Evaluation:
-    """One run's evaluation; `worker=True` keeps what it adds for `take` instead of indexing it."""
+    """One run's evaluation; `worker=True` keeps what it adds for `hand_over` instead of indexing it."""
 
     def __init__(self, plan: EvalPlan, judge: Judge | None = None, worker: bool = False,
-                 sidecar: Sidecar | None = None, keep: Callable[[Any], Any] | None = None):
+                 hook: HostHook | None = None):
         self.plan = plan
         self.judge = judge or Judge(plan.judge.ruleset)
-        self.sidecar = sidecar
-        self._keep = keep  # what the core keeps of a sidecar's result (history: the row, its bulk spooled)
+        self.hook = hook
         self._worker = worker
         self._cut = fleet_cut(self.judge)
         self._indexing = plan.compare.active
@@ -87,13 +96,13 @@ class Evaluation:
         self._memo = ViewMemo()
         self._builder = IndexBuilder()
         self._shared = Shared()  # what hosts of one configuration keep is held once
-        self._entries: list[Entry] = []
+        self._records: list[HostRecord] = []
         self._names: set[str] = set()  # the hosts judged so far
         # views that arrived on refused duplicates: a worker's memo sends each view once, so the next host
         # of that configuration brings only its number
         self._unadopted: dict[ViewRef, NormalView] = {}
-        self._spare: list[Any] = []  # what the sidecar returned for duplicates (a store body may ride on one)
-        self._part = Part()
+        self._refused_rows: list[object] = []  # rows of refused duplicates (a store body may ride on one)
+        self._batch = WorkerBatch()
         self._positions = count()
         self._finished = False
 
@@ -103,39 +112,39 @@ class Evaluation:
         entry.source = source
         views = {entry.view: view} if view is not None and entry.view is not None else {}
         if self._worker:
-            self._part.entries.append(entry)
-            self._part.views.update(views)
+            self._batch.records.append(entry)
+            self._batch.views.update(views)
         else:
             self._accept(entry, views)
 
-    def take(self) -> Part:
-        """A worker's entries since the last take (its views sent once per process)."""
-        part, self._part = self._part, Part()
-        return part
+    def hand_over(self) -> WorkerBatch:
+        """A worker's records since the last hand-over (its views sent once per process)."""
+        batch, self._batch = self._batch, WorkerBatch()
+        return batch
 
-    def merge(self, part: Part) -> None:
-        """A worker's part, in the parent."""
-        for entry in part.entries:
-            self._accept(entry, part.views)
+    def merge(self, batch: WorkerBatch) -> None:
+        """A worker's batch, in the parent."""
+        for entry in batch.records:
+            self._accept(entry, batch.views)
 
-    def _evaluate(self, result: HostResult, position: int) -> tuple[Entry, NormalView | None]:
+    def _evaluate(self, result: HostResult, position: int) -> tuple[HostRecord, NormalView | None]:
         snap = result.whole
         if result.status != "ok" or snap is None:
-            return Entry(position, result, []), None
-        extra = self.sidecar(snap) if self.sidecar is not None else None
+            return HostRecord(position, result, []), None
+        row = self.hook.before_judge(snap) if self.hook is not None else None
         findings = self.judge.judge(snap)
         ref, view = self._memo.ref(snap) if self._indexing else (None, None)
         attrs = host_attrs(snap, self._keys) if self._keys else None
         cut = fleet_slice(self._cut, snap)
         reads = self.judge.fleet_reads(snap) if cut is not None else ()
-        return Entry(position, stub(result), findings, ref, attrs, cut, reads, extra), view
+        return HostRecord(position, stub(result), findings, ref, attrs, cut, reads, row), view
 
-    def _accept(self, entry: Entry, views: dict[ViewRef, NormalView]) -> None:
+    def _accept(self, entry: HostRecord, views: dict[ViewRef, NormalView]) -> None:
         name, ref = entry.host.name, entry.view
         if entry.host.status == "ok":
             if name in self._names:
-                if entry.extra is not None:
-                    self._spare.append(entry.extra)
+                if entry.row is not None:
+                    self._refused_rows.append(entry.row)
                 if ref is not None and ref in views and not self._builder.known(ref):
                     self._unadopted[ref] = views[ref]
                 entry = _duplicate(entry)
@@ -148,35 +157,35 @@ class Evaluation:
                         view = self._unadopted.pop(ref, None)
                         self._builder.adopt(ref, views[ref] if view is None else view)
                     self._builder.place(name, ref)
-        self._entries.append(entry)
+        self._records.append(entry)
 
-    def _hold(self, entry: Entry) -> None:
-        """How the core holds an accepted host: the sidecar's result as `keep` makes it (a store row
-        spooled), and what it has in common with hosts of its configuration held once (evaluate/interning.py)."""
-        if self._keep is not None and entry.extra is not None:
-            entry.extra = self._keep(entry.extra)
+    def _hold(self, entry: HostRecord) -> None:
+        """How the core holds an accepted host: its row as the hook holds it (a store row spooled), and what
+        it has in common with hosts of its configuration held once (evaluate/interning.py)."""
+        if self.hook is not None and entry.row is not None:
+            entry.row = self.hook.hold(entry.row)
         intern_stub(self._shared, entry.host)
         if entry.slice is not None:
             intern_slice(self._shared, entry.slice, entry.host)
         entry.attrs = self._shared.one(entry.attrs)
 
-    def extras(self) -> Iterable[tuple[HostResult, Any]]:
-        """Each judged host's stub and what the sidecar returned for it, in arrival order."""
-        return ((e.host, e.extra) for e in self._entries if e.extra is not None)
+    def rows(self) -> Iterable[tuple[HostResult, object]]:
+        """Each judged host's stub and the row its hook returned, in arrival order."""
+        return ((e.host, e.row) for e in self._records if e.row is not None)
 
-    def spare(self) -> list[Any]:
-        """What the sidecar returned for hosts refused as duplicates (their rows are not recorded, but the
-        first copy of a stable body a worker packed may be among them)."""
-        return self._spare
+    def refused_rows(self) -> list[object]:
+        """The rows of hosts refused as duplicates: not recorded, but the first copy of a stable body a
+        worker packed may be among them."""
+        return self._refused_rows
 
     def finish(self, generated_at: str, notes: Iterable[str] = ()) -> Report:
         """The report: hosts in input order, every section filled, its exit code set. Once only: it lets go
-        of what only it reads (fleet slices and reads, views, group keys; the findings are the report's
-        now), which a 100,000-host run would otherwise hold through the whole report phase."""
+        of what only it reads (fleet slices and reads, views, group keys), so a fleet's run does not hold
+        them through the report phase."""
         if self._finished:
             raise RuntimeError("Evaluation.finish() runs once")
         self._finished = True
-        entries = sorted(self._entries, key=lambda e: e.position)
+        entries = sorted(self._records, key=lambda e: e.position)
         self._name_unread(entries)
         report = Report(hosts=[e.host for e in entries], generated_at=generated_at, fail_on=self.plan.fail_on,
                         notes=list(notes))
@@ -194,7 +203,7 @@ class Evaluation:
         self._builder, self._shared, self._unadopted = IndexBuilder(), Shared(), {}
         return report
 
-    def _name_unread(self, entries: list[Entry]) -> None:
+    def _name_unread(self, entries: list[HostRecord]) -> None:
         """A file that could not be read names its host by its stem, a guess: when a snapshot (or an earlier
         such file) names that host, the error host is named by its file instead, so a name in the report is
         one host (the store records a host by name) and the user sees which file failed. An unread file that
@@ -212,12 +221,12 @@ class Evaluation:
             taken.add(name)
 
 
-def _duplicate(entry: Entry) -> Entry:
+def _duplicate(entry: HostRecord) -> HostRecord:
     """The error host of a refused duplicate, naming its file: its target is the snapshot's own (ssh://…)."""
     spec = entry.host.spec
     why = DUPLICATE if entry.source is None else f"{DUPLICATE} (this one is {entry.source})"
     host = HostResult(HostSpec(spec.name, spec.target, dict(spec.labels)), "error", why)
-    return Entry(entry.position, host, [])
+    return HostRecord(entry.position, host, [])
 
 
 def failing(report: Report) -> bool:
@@ -231,14 +240,14 @@ def failing(report: Report) -> bool:
 
 
 def verdict(report: Report) -> int:
-    """The exit code: findings/drift at or above --fail-on, hosts not reached (exitcodes.combine)."""
-    return exitcodes.combine(failing(report), not all(h.complete for h in report.hosts))
+    """The report's exit code: findings/drift at or above --fail-on, hosts not reached (exitcodes.decide)."""
+    return decide(Outcome(findings=failing(report), incomplete=not all(h.complete for h in report.hosts)))
 
 
 def evaluate(plan: EvalPlan, results: Iterable[HostResult], generated_at: str, notes: Iterable[str] = (),
-             sidecar: Sidecar | None = None) -> Report:
+             hook: HostHook | None = None) -> Report:
     """Host results held by the caller (saved snapshots, a test's fleet) through one core, in their order."""
-    core = Evaluation(plan, sidecar=sidecar)
+    core = Evaluation(plan, hook=hook)
     for result in results:
         core.add(result)
     return core.finish(generated_at, notes)

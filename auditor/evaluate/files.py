@@ -1,6 +1,6 @@
 """Saved snapshot files into the evaluation core, on every core: each worker process reads a batch of
 files, judges and indexes them with its own core (the pool's worker state, with the file list; its Judge
-caches last across its batches), and hands its part to the parent, which merges them in file order. A file
+caches last across its batches), and hands its batch to the parent, which merges them in file order. A file
 that cannot be read or is not a valid snapshot is that host's status (`error`, naming the file and line),
 never the end of the run."""
 
@@ -17,7 +17,7 @@ from ..interrupt import forked_child_signals
 from ..models import HostResult, HostSpec
 from ..snapshotdoc import Snapshot
 from ..targets.inventory import redact_urls
-from .core import Evaluation, Part
+from .core import Evaluation, WorkerBatch
 from .forked import Forked, Lost
 
 BATCH = 500  # files per task: big enough to amortize a task, small enough to stream
@@ -90,11 +90,11 @@ def _start_worker(state: _Batches) -> None:
     forked_child_signals()
 
 
-def _run_batch(state: _Batches, batch: tuple[int, int]) -> Part:
+def _run_batch(state: _Batches, batch: tuple[int, int]) -> WorkerBatch:
     start, stop = batch
     for offset, path in enumerate(_read_ahead(state.files[start:stop])):
         state.core.add(read_host(path), start + offset, text_of(path))
-    return state.core.take()
+    return state.core.hand_over()
 
 
 def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int | None = None) -> None:
@@ -105,7 +105,7 @@ def evaluate_files(core: Evaluation, files: Sequence[str], jobs: int, batch: int
         for path in _read_ahead(files):
             core.add(read_host(path), source=text_of(path))
         return
-    state = _Batches(Evaluation(core.plan, core.judge, worker=True, sidecar=core.sidecar), files)
+    state = _Batches(Evaluation(core.plan, core.judge, worker=True, hook=core.hook), files)
     with Forked(_run_batch, jobs, _start_worker, state) as pool:
         for (start, stop), part in pool.ordered(_batches(files, size)):
             if isinstance(part, Lost):

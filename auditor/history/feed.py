@@ -49,9 +49,9 @@ class SpoolLost(Exception):
 
 
 class Spool:
-    """Packed rows' volatile parts in an unlinked temporary file until the scan is recorded: a few KB per
-    host (the per-host counters, compressed) that a 100,000-host scan would otherwise hold in memory, the
-    largest per-host part of it. If the file cannot be written (no space), rows stay in memory."""
+    """Packed rows' volatile parts in an unlinked temporary file until the scan is recorded: the largest
+    per-host part a fleet's scan would otherwise hold in memory. If the file cannot be written (no space),
+    rows stay in memory."""
 
     def __init__(self) -> None:
         self._file: IO[bytes] | None = None
@@ -140,7 +140,7 @@ def pack_snapshot(snap: Snapshot, known: set[str]) -> Packed:
 
 
 class Feed:
-    """The per-snapshot history step (the evaluation core's sidecar): trends on, row packed; without a
+    """The per-snapshot history step (the evaluation core's HostHook): trends on, row packed; without a
     store, empty trends and no row."""
 
     def __init__(self, path: Path | None, scan_id: int = 0, conn: Store | None = None, spool: Spool | None = None):
@@ -151,7 +151,7 @@ class Feed:
         self._known: set[str] = set()
         self.spool = spool or Spool()  # the parent's: rows the core keeps wait here (`keep`)
 
-    def keep(self, packed: object) -> object:
+    def hold(self, packed: object) -> object:
         """What the evaluation core keeps of a host's row (in the parent, as the host is accepted)."""
         return self.spool.hold(packed) if isinstance(packed, Packed) else packed
 
@@ -162,7 +162,7 @@ class Feed:
             self._conn = Store(self.path)
         return self._conn
 
-    def __call__(self, snap: Snapshot) -> Packed | None:
+    def before_judge(self, snap: Snapshot) -> Packed | None:
         if self.path is None:
             trends.attach(snap, trends.empty())
             return None

@@ -1,11 +1,7 @@
-"""The history stage of `scan` and `analyze`: the SQLite store, trend facts before judging, first-seen
-times, recording.
+"""The history stage of a run: the SQLite store, trend facts before judging, first-seen times, recording.
 
-Order within a run: `prepare` (before any host: the store opens, or its directory can be made) →
-`begin` (a `running` row, right before collecting) → `feed` (per snapshot as it arrives, before the
-judge: facts.trends, and its store row packed) → `add_since` (first-seen times, new/gone hosts, after
-judge and compare) → `add_series` (each host's earlier numbers, for the report's trend pictures) →
-`finish` (the whole scan in one transaction, after its exit code is known).
+`prepare` checks the store before any host is contacted; the run driver then enters history through one
+`RunHistory` (open → its `hook` per snapshot → `annotate` → `record` → `close`, `abandon` on a crash).
 """
 
 from __future__ import annotations
@@ -87,11 +83,12 @@ def feed(session: Session | None) -> Feed:
     return Feed(session.path, session.scan_id, session.conn, session.spool)
 
 
-def pending(session: Session | None, extras: Iterable[tuple[HostResult, Any]], spare: Iterable[Any] = ()) -> Pending:
+def pending(session: Session | None, rows: Iterable[tuple[HostResult, object]],
+            refused: Iterable[object] = ()) -> Pending:
     """The packed rows the feed returned, by host (what the evaluation core kept of each), and the bodies
-    carried by rows it did not keep (`spare`: duplicate hosts)."""
-    return Pending.of(((host.name, packed) for host, packed in extras if isinstance(packed, (Packed, Spooled))),
-                      (packed for packed in spare if isinstance(packed, Packed)),
+    carried by rows it did not keep (`refused`: duplicate hosts)."""
+    return Pending.of(((host.name, packed) for host, packed in rows if isinstance(packed, (Packed, Spooled))),
+                      (packed for packed in refused if isinstance(packed, Packed)),
                       session.spool if session is not None else None)
 
 
@@ -156,3 +153,50 @@ def close(session: Session | None) -> None:
     if session is not None:
         session.spool.close()
         session.conn.close()
+
+
+class RunHistory:
+    """A run's history, the one object the run driver calls: a `running` row when it opens (a killed run
+    stays visible), the per-snapshot `hook` for the evaluation core, first-seen times on the report, the
+    run recorded once its results are written. Without a store (--no-store, or a store that refused the
+    run: `not_recorded` says why) every step is a no-op but the empty trend facts."""
+
+    def __init__(self, session: Session | None, not_recorded: str | None):
+        self.session = session
+        self.not_recorded = not_recorded
+
+    @classmethod
+    def open(cls, plan: StorePlan, started_at: str, source: str) -> RunHistory:
+        return cls(*begin(plan, started_at, source))
+
+    @property
+    def recording(self) -> bool:
+        return self.session is not None
+
+    def hook(self) -> Feed:
+        """The evaluation core's HostHook: facts.trends on each snapshot before it is judged, its row packed."""
+        return feed(self.session)
+
+    def annotate(self, report: Report, series: bool) -> None:
+        """First-seen times, new/gone/resolved hosts; with `series`, each host's earlier numbers (trend pictures)."""
+        add_since(self.session, report)
+        if series:
+            add_series(self.session, report)
+
+    def record(self, doc: Mapping[str, Any], rows: Iterable[tuple[HostResult, object]], refused: Iterable[object],
+               finished_at: str) -> None:
+        """The run in one transaction; a store that refuses it sets `not_recorded` (the reports stand)."""
+        if self.session is not None:
+            self.not_recorded = finish(self.session, doc, pending(self.session, rows, refused), finished_at)
+
+    def where(self) -> str | None:
+        """`recorded as scan N in PATH`, once recorded."""
+        if self.session is None or self.not_recorded:
+            return None
+        return f"recorded as scan {self.session.scan_id} in {self.session.path}"
+
+    def abandon(self) -> None:
+        abandon(self.session)
+
+    def close(self) -> None:
+        close(self.session)

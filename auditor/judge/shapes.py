@@ -85,5 +85,5 @@ def area_shapes(paths: set[str], bases: set[str], areas: set[str], whole: bool) 
     return tuple(out)
 
 
-# the shape algebra (auditor/projection.py) re-exported for judge/engine.py and analysis.py
+# the shape algebra (auditor/projection.py) re-exported for judge/engine.py
 __all__ = ["Shape", "area_shapes", "merge_shapes", "projector", "prune"]

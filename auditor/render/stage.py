@@ -1,4 +1,4 @@
-"""The render stage of `scan`: --format/--out, writing one file per format, and the terminal summary."""
+"""The render stage of a run: --format/--out, writing one file per format, and the terminal summary."""
 
 from __future__ import annotations
 
@@ -90,60 +90,60 @@ def write(plan: RenderPlan, doc: ReportDoc, env: Env | None = None) -> list[Path
     return []
 
 
-Told = list[str | Styled]  # the summary's lines: plain, or in styled pieces (context.Styled)
+SummaryLines = list[str | Styled]  # the summary's lines: plain, or in styled pieces (context.Styled)
 
 
-def tell(report: Report) -> Told:
+def summarize(report: Report) -> SummaryLines:
     """A concise terminal summary: counts, the headline chains, splits and symptom, then grouped findings
-    and notes (host text escaped when shown). Told once the report is made, so a run can let go of the
-    report's findings (the document holds them) before it writes, and `show` the lines at its end."""
-    told: Told = []
+    and notes (host text escaped when shown). Made before the run lets go of the report's findings (the
+    document holds them), printed at its end (`print_summary`)."""
+    lines: SummaryLines = []
     active = [f for f in report.findings if not f.waived]
     counts = ", ".join(f"{sum(f.severity == s for f in active)} {s}" for s in SEVERITIES)
     reached = sum(h.status == "ok" for h in report.hosts)
-    told.append(f"\n{reached}/{len(report.hosts)} hosts reached; findings: {counts}; "
+    lines.append(f"\n{reached}/{len(report.hosts)} hosts reached; findings: {counts}; "
                 f"waived: {sum(f.waived for f in report.findings)}; drift: {len(report.drift)}")
     groups: dict[tuple, list[dict]] = {}
-    for chain in report.chains:  # one line per distinct chain (same rules), told with its first host's numbers
+    for chain in report.chains:  # one line per distinct chain (same rules), shown with its first host's numbers
         groups.setdefault(tuple(link["rule"] for link in chain["links"]), []).append(chain)
     for same in groups.values():
         first, others = same[0], [c["host"] for c in same[1:]]
         partial = " (partial)" if first["partial"] else ""
         more = f" (same chain on {len(others)} more host{'s' if len(others) != 1 else ''})" if others else ""
-        told.append(f"  chain on {one_line(first['host'])}{partial}: {one_line(first['text'])}{more}")
+        lines.append(f"  chain on {one_line(first['host'])}{partial}: {one_line(first['text'])}{more}")
     for split in ((report.comparison or {}).get("splits") or [])[:5]:
-        told.append(f"  split by {one_line(split['group_by'])}: {one_line(split['path'])} "
+        lines.append(f"  split by {one_line(split['group_by'])}: {one_line(split['path'])} "
                     f"(score {split['score']:.2f})")
-    told.extend(_outliers(report.comparison or {}))
+    lines.extend(_outliers(report.comparison or {}))
     ranked = (report.symptom or {}).get("ranked") or []
     if ranked and report.symptom:
         top = ranked[0]
         why = {"subject": ", the symptom's own subject",
                "upstream": ", upstream in its chain"}.get(top.get("relation") or "", "")
-        told.append(f"  symptom {one_line(report.symptom['symptom'])} goes with {one_line(top['path'])} = "
+        lines.append(f"  symptom {one_line(report.symptom['symptom'])} goes with {one_line(top['path'])} = "
                     f"{one_line(top.get('value', ''))} (score {view.score(top['score'])}, "
                     f"p={view.p_value(top.get('p_value'))}{why})")
-    told.extend(_findings(report))
-    told.extend(f"  note: {one_line(note)}" for note in report.notes)
-    return told
+    lines.extend(_findings(report))
+    lines.extend(f"  note: {one_line(note)}" for note in report.notes)
+    return lines
 
 
-def _outliers(comparison: dict, limit: int = 5) -> Told:
+def _outliers(comparison: dict, limit: int = 5) -> SummaryLines:
     """Hosts unlike their group, one line each (count and main kinds), most first: one odd host is one line."""
-    told: Told = []
+    lines: SummaryLines = []
     for host in (comparison.get("outlier_hosts") or [])[:limit]:
         group = f" ({one_line(host['group'])})" if host.get("group") else ""
         kinds = ", ".join(f"{one_line(k)} ×{n}" for k, n in host["kinds"].items())
         facts = f"{host['outliers']} fact{'s' if host['outliers'] != 1 else ''}"
-        told.append(f"  {one_line(host['host'])}{group} is unlike its group in {facts}: {kinds}")
-    if (more := int(comparison.get("outlier_hosts_total") or 0) - len(told)) > 0:
-        told.append(f"  … {more} more host{'s' if more != 1 else ''} unlike their group in the report")
-    return told
+        lines.append(f"  {one_line(host['host'])}{group} is unlike its group in {facts}: {kinds}")
+    if (more := int(comparison.get("outlier_hosts_total") or 0) - len(lines)) > 0:
+        lines.append(f"  … {more} more host{'s' if more != 1 else ''} unlike their group in the report")
+    return lines
 
 
-def show(told: Told, exit_code: int, env: Env) -> None:
-    """Print what `tell` made, then the exit code."""
-    for line in told:
+def print_summary(lines: SummaryLines, exit_code: int, env: Env) -> None:
+    """Print what `summarize` made, then the exit code."""
+    for line in lines:
         if isinstance(line, str):
             env.out(line)
         else:
@@ -151,18 +151,18 @@ def show(told: Told, exit_code: int, env: Env) -> None:
     env.out(f"exit code {exit_code}")
 
 
-def _findings(report: Report, limit: int = 15) -> Told:
+def _findings(report: Report, limit: int = 15) -> SummaryLines:
     """Grouped findings (render/summary.py): worst first, at most `limit` lines; then one line per area whose
     rules could not be evaluated."""
-    told: Told = []
+    lines: SummaryLines = []
     shown = summary.groups(report)
     for group in shown[:limit]:
         since = min((f.first_seen for f in group.findings if f.first_seen), default=None)
         when = f" ({since_text(since, report.generated_at)})" if since else ""
-        told.append([("  ", None), (f"[{group.severity.upper():8}]", group.severity),
+        lines.append([("  ", None), (f"[{group.severity.upper():8}]", group.severity),
                      (f" {group.who()}: {group.title()}{when}", None)])
     if len(shown) > limit:
         rest = sum(len(g.findings) for g in shown[limit:])
-        told.append(f"  … {len(shown) - limit} more ({rest} findings) in the report")
-    told.extend(f"  {fold.line()}" for fold in summary.unevaluated(report))
-    return told
+        lines.append(f"  … {len(shown) - limit} more ({rest} findings) in the report")
+    lines.extend(f"  {fold.line()}" for fold in summary.unevaluated(report))
+    return lines

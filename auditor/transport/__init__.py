@@ -25,7 +25,7 @@ def _ssh(spec: HostSpec) -> Transport:
 def _ssm(spec: HostSpec) -> Transport:
     from .ssm import SSMTransport
 
-    # one host only (`ssm://i-…` given alone): fleets of ssm:// hosts go through the batch (app.collect_ssm)
+    # one host only (`ssm://i-…` given alone): fleets of ssm:// hosts go through the batch (run/live_hosts.collect_ssm)
     return SSMTransport(spec)
 
 
@@ -62,7 +62,7 @@ def scheme_of(target: str) -> str:
     return scheme
 
 
-# Schemes collected as one fleet batch (app.collect_ssm: one SendCommand per ≤ 50 instances, or one
+# Schemes collected as one fleet batch (run/live_hosts.collect_ssm: one SendCommand per ≤ 50 instances, or one
 # tag-targeted command) rather than host by host through `open_transport`.
 BATCHED_SCHEMES = frozenset({"ssm"})
 

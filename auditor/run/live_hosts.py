@@ -1,4 +1,5 @@
-"""Wires the rooms: targets → transport → collect → snapshot, with bounded concurrency."""
+"""Live hosts, the source `scan`, `collect` and `diff` read: reach each host, run the probe once, build its
+snapshot; many hosts at once, each result handed on as its host completes."""
 
 from __future__ import annotations
 
@@ -8,15 +9,15 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import workers
-from .collect.probe import DEFAULT_BINARIES, probe_request, validate_binaries
-from .collect.snapshot import build_snapshot, refused, untrusted
-from .errors import TransportError
-from .models import PROBE_REFUSED_STATUS, HostResult, HostSpec
-from .options import DEFAULT_PARALLEL
-from .targets.inventory import redact_urls
-from .transport import batched, open_transport
-from .transport.base import DEFAULT_DEADLINE_S
+from .. import workers
+from ..collect.probe import DEFAULT_BINARIES, probe_request, validate_binaries
+from ..collect.snapshot import build_snapshot, refused, untrusted
+from ..errors import TransportError
+from ..models import PROBE_REFUSED_STATUS, HostResult, HostSpec
+from ..options import DEFAULT_PARALLEL
+from ..targets.inventory import redact_urls
+from ..transport import batched, open_transport
+from ..transport.base import DEFAULT_DEADLINE_S
 
 ProgressFn = Callable[[HostResult, int, int], None]
 
@@ -63,7 +64,7 @@ def collect_ssm(
     (transport/ssm.py); run-wide remarks go to `notes`. Each SendCommand gets its own framing nonce.
     Yields (index in `specs`, result) as each output arrives, built into its snapshot then (the raw text
     is dropped); a host the batch never answered for is an `error` at the end."""
-    from .transport.ssm import run_ssm_batch
+    from ..transport.ssm import run_ssm_batch
 
     started = time.monotonic()
     request = probe_request(list(binaries), exec_versions, deep_cpu)
@@ -105,7 +106,7 @@ def iter_hosts(
     `notes` receives run-wide remarks (e.g. instances a tag-targeted SSM command also ran on)."""
     binaries = validate_binaries(list(binaries))
     if any(spec.target.startswith("ssh://") for spec in specs):
-        from .transport.ssh_route import check_ssh_configs
+        from ..transport.ssh_route import check_ssh_configs
 
         check_ssh_configs(specs)
     ssm = [i for i, spec in enumerate(specs) if batched(spec.target)]  # the registry says which

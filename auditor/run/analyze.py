@@ -1,38 +1,35 @@
-"""`ami-auditor analyze DIR…`: judge, compare and report saved snapshots without contacting any host —
-streamed, on every core, so a fleet of 100,000 hosts fits in one machine's memory.
+"""`ami-auditor analyze DIR…`: saved snapshot files into the run driver, no host contacted.
 
-The snapshot files (from `collect -o DIR`, or any tool that writes `ami-auditor/snapshot/1` documents)
-go through the evaluation core (auditor/evaluate/) as `scan`'s hosts do: read in file-name order in
-batches on worker processes, each host judged and indexed as it is read, only its stub kept; then the
-fleet rules, waivers, drift, comparison, symptom, the report and the exit code. A file that cannot be read
-or is not a valid snapshot is that host's status (`error`, naming the file and line), never the end of
-the run: exit 3.
+The files (from `collect -o DIR`, or any tool that writes `ami-auditor/snapshot/1` documents) are read in
+name order in batches on worker processes (evaluate/files.py), each host judged and indexed as it is read.
+A file that cannot be read or is not a valid snapshot is that host's `error` (naming the file), never the
+end of the run: exit 3.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .collect.snapshot import now_iso
-from .compare import stage as compare_stage
-from .compare.stage import ComparePlan
-from .context import Env
-from .errors import InputError
-from .evaluate.core import EvalPlan, Evaluation
-from .evaluate.files import evaluate_files
-from .evaluate.gcpolicy import fleet_gc
-from .history import stage as history_stage
-from .history.stage import StorePlan
-from .judge import stage as judge_stage
-from .judge.stage import JudgePlan
-from .options import AnalyzeOptions
-from .pipeline import conclude, save
-from .render import stage as render_stage
-from .render.stage import RenderPlan
-from .render.terminal import host_line
-from .targets.resolve import check_host_keys
+from ..compare import stage as compare_stage
+from ..compare.stage import ComparePlan
+from ..context import Env
+from ..errors import InputError
+from ..evaluate.core import EvalPlan, Evaluation
+from ..evaluate.files import evaluate_files
+from ..history import stage as history_stage
+from ..history.stage import StorePlan
+from ..judge import stage as judge_stage
+from ..judge.stage import JudgePlan
+from ..models import Report
+from ..options import AnalyzeOptions
+from ..render import stage as render_stage
+from ..render.stage import RenderPlan
+from ..render.terminal import host_line
+from ..targets.resolve import check_host_keys
+from .driver import Line, RunPlan, drive
 
 MAX_JOBS = 64
 
@@ -113,35 +110,30 @@ def prepare(opts: AnalyzeOptions) -> AnalyzePlan:
     return AnalyzePlan(tuple(files), jobs, opts.fail_on, judge_plan, compare_plan, render_plan, history_plan)
 
 
+@dataclass
+class SnapshotFiles:
+    """The analysis's host source: the files, on `jobs` worker processes, merged in file order."""
+
+    plan: AnalyzePlan
+    kind: str = "analyze"
+
+    def feed(self, core: Evaluation, term: Env) -> None:
+        evaluate_files(core, self.plan.files, self.plan.jobs)  # each read, given its trends, judged, dropped
+
+    def notes(self) -> list[str]:
+        return [f"analyzed {len(self.plan.files)} saved snapshot files; no host was contacted"]
+
+    def check(self, report: Report) -> None:
+        """The labels are known once the files are read: a mistyped one is bad input, not an empty comparison."""
+        if read := [h.spec for h in report.hosts if h.status == "ok"]:
+            check_host_keys(self.plan.compare.options(), read)
+
+    def lines(self, report: Report) -> Iterable[Line]:
+        return [host_line(host) for host in report.hosts if host.status != "ok"]
+
+
 def analyze(opts: AnalyzeOptions, env: Env) -> int:
     """The whole analysis, recorded in the history store as a scan is; returns its exit code."""
-    plan = prepare(opts)
-    with fleet_gc():  # what prepare loaded is frozen before the workers fork; the report steps run relaxed
-        return _analyze(plan, env)
-
-
-def _analyze(plan: AnalyzePlan, env: Env) -> int:
-    term = render_stage.terminal(plan.render, env)  # the summary: stdout, stderr or nowhere (--quiet)
-    session, not_recorded = history_stage.begin(plan.history, now_iso(), source="analyze")
-    try:
-        feed = history_stage.feed(session)
-        core = Evaluation(EvalPlan(plan.judge, plan.compare, plan.fail_on), sidecar=feed, keep=feed.keep)
-        evaluate_files(core, plan.files, plan.jobs)  # each file read, given its trends, judged, indexed, dropped
-        report = core.finish(now_iso(), [f"analyzed {len(plan.files)} saved snapshot files; no host was contacted"])
-        read = [h.spec for h in report.hosts if h.status == "ok"]
-        if read:  # the labels are known once the files are read: a mistyped one is bad input, not an empty comparison
-            check_host_keys(plan.compare.options(), read)
-        history_stage.add_since(session, report)
-        for host in report.hosts:
-            if host.status != "ok":
-                term.out_styled(host_line(host))
-        saved = save(core, report, session, plan.render, env, term, not_recorded, need_doc=False)
-    except BaseException:
-        history_stage.abandon(session)
-        raise
-    finally:
-        history_stage.close(session)
-    code = conclude(saved, report, session, env, term)
-    if saved.unsaved is not None:
-        raise saved.unsaved  # exit 3: the reports were not saved (the previous set is unchanged)
-    return code
+    plan = prepare(opts)  # what prepare loaded is frozen (evaluate/gcpolicy.py) before the workers fork
+    run = RunPlan(EvalPlan(plan.judge, plan.compare, plan.fail_on), plan.render, plan.history)
+    return drive(SnapshotFiles(plan), run, env).exit_code
