@@ -109,7 +109,8 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
         with interrupt.handlers():  # SIGINT/SIGTERM unwind through every `finally` (ami:// deletes its volume)
             return int(args.func(args, env))
     except InputError as exc:
-        env.err(f"ami-auditor: error: {clean(str(exc))}")
+        for error in getattr(exc, "errors", [exc]):  # InputErrors: every independent one, a line each
+            env.err(f"ami-auditor: error: {clean(str(error))}")
         return decide(Outcome(bad_input=True))
     except AuditorError as exc:  # the cloud API or a host could not be reached, or the results not saved (OutputError)
         env.err(f"ami-auditor: error: {clean(str(exc))}")

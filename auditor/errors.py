@@ -25,6 +25,25 @@ class InputError(AuditorError):
         super().__init__(f"{where}{message}")
 
 
+class InputErrors(InputError):
+    """Several independent bad inputs (each broken rule of a pack, say), named together so one run shows them
+    all; the CLI prints one line each. Built from two or more InputErrors, in file and line order."""
+
+    def __init__(self, errors: list[InputError]):
+        self.errors = sorted(errors, key=lambda e: (e.path or "", e.line or 0, e.column or 0))
+        first = self.errors[0]
+        super().__init__(first.message, first.path, first.line, first.column)
+        self.args = ("\n".join(str(e) for e in self.errors),)
+
+
+def raise_all(errors: list[InputError]) -> None:
+    """Raise nothing, the one error, or all of them as InputErrors."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputErrors(errors)
+
+
 class OutputError(AuditorError):
     """Results could not be saved (disk full, read-only, permission refused): the CLI exits 3, not 4.
 

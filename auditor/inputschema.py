@@ -123,17 +123,35 @@ def json_view(value: Any) -> Any:
 
 def check(doc: Any, form: Form, file: str) -> None:
     """InputError at the first schema error of `doc` (parsed by yamlload), or return if it is valid."""
+    errors = _errors(doc, form)
+    if errors:
+        raise _input_error(doc, _leaf(min(errors, key=lambda e: _order(doc, e))), form, file)
+
+
+def check_items(doc: Any, form: Form, file: str, key: str) -> dict[int, InputError]:
+    """The first schema error inside each item of `doc[key]` (the rules of a pack), so a file with several broken
+    items names them all at once; an error outside those items raises, as check() does."""
+    errors = sorted(_errors(doc, form), key=lambda e: _order(doc, e))
+    outside = [e for e in errors if len(e.absolute_path) < 2 or e.absolute_path[0] != key
+               or not isinstance(e.absolute_path[1], int)]
+    if outside:
+        raise _input_error(doc, _leaf(outside[0]), form, file)
+    first: dict[int, ValidationError] = {}
+    for error in errors:
+        item = error.absolute_path[1]
+        assert isinstance(item, int)  # `outside` took every other path
+        first.setdefault(item, error)
+    return {i: _input_error(doc, _leaf(e), form, file) for i, e in first.items()}
+
+
+def _errors(doc: Any, form: Form) -> list[ValidationError]:
     fast = _fast(form.schema)
     if fast.valid(doc, from_json=True):  # LineDict/LineList are dicts/lists; a date or a number key says no
-        return
+        return []
     view, dated = _dated_view(doc)
     if not dated and fast.valid(view, from_json=True):
-        return
-    errors = list(islice(_full(form.schema).iter_errors(view), MAX_ERRORS))
-    if not errors:
-        return
-    error = min(errors, key=lambda e: _order(doc, e))
-    raise _input_error(doc, _leaf(error), form, file)
+        return []
+    return list(islice(_full(form.schema).iter_errors(view), MAX_ERRORS))
 
 
 def _order(doc: Any, error: ValidationError) -> tuple[int, int, int]:

@@ -129,3 +129,28 @@ def test_rules_check_on_the_builtin_packs_themselves() -> None:
     code, out, err = run("rules", "check", str(builtin_rules_dir()))
     assert (code, err) == (0, "")
     assert f"{len(load_rules().rules)} rule(s) valid" in out
+
+
+def test_every_broken_rule_in_a_file_is_named_in_one_run(tmp_path: Path) -> None:
+    """Independent mistakes in several rules are all reported (file order, a line each), not only the first;
+    the good rules beside them and a duplicate id are judged too."""
+    second = GOOD.split("rules:\n", 1)[1]
+    text = GOOD.replace("    severity: high\n", "    severity: urgent\n") + "".join([
+        second.replace("mine.restarting", "mine.typo").replace("?restarts >=", "?restartz >="),
+        second.replace("mine.restarting", "mine.fine"),
+        second.replace("mine.restarting", "mine.fine").replace("description:", "descripton:"),
+        second.replace("mine.restarting", "mine.fine"),
+    ])
+    code, out, err = check(tmp_path, text)
+    lines = err.splitlines()
+    assert code == 2 and out == ""
+    assert [re.sub(r"^ami-auditor: error: .*?mine\.yaml:(\d+)(:\d+)?: .*", r"\1", x) for x in lines] == \
+        ["7", "14", "23", "25"], err
+    assert "severity 'urgent'" in lines[0] and "restartz" in lines[1] and "descripton" in lines[2]
+    assert "rule id 'mine.fine' is already defined at" in lines[3]
+
+
+def test_a_broken_pack_header_still_stops_at_once(tmp_path: Path) -> None:
+    """An error outside the rules (the pack's own keys) makes the rest meaningless: one error, as before."""
+    code, _, err = check(tmp_path, GOOD.replace("params:", "parms:").replace("severity: high", "severity: x"))
+    assert code == 2 and len(err.splitlines()) == 1 and "unknown key 'parms'" in err

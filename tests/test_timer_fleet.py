@@ -168,7 +168,8 @@ def cron_job(path: Path) -> tuple[dict[str, str], str]:
 @pytest.mark.fleet
 def test_a_failing_cron_run_reaches_syslog_and_cron_mail(fleet: Fleet, tmp_path: Path) -> None:
     """The cron.d line run as cron runs it (`/bin/sh -c` with cron's environment only) with a broken
-    inventory: exit 2 lands in the journal under the tag ami-auditor and on stdout, which cron mails."""
+    inventory: exit 2 lands in the journal under the tag ami-auditor and on stdout with the tool's own error
+    line, which cron mails; what it writes is not world-readable."""
     root = fleet.host(CRON_HOST).root
     wheels = tmp_path / "wheels"
     wheel = wheelhouse(wheels)
@@ -184,8 +185,12 @@ def test_a_failing_cron_run_reaches_syslog_and_cron_mail(fleet: Fleet, tmp_path:
             run = fleet.exec(CRON_HOST, ["env", "-i", *(f"{k}={v}" for k, v in env.items()), "/bin/sh", "-c", command],
                              timeout=300)
             assert run.returncode == 2, run.stdout + run.stderr
-            assert run.stdout.splitlines() == [
-                "ami-auditor scan failed with exit 2: see journalctl -t ami-auditor or /var/log/ami-auditor.log"]
+            mail = run.stdout.splitlines()
+            assert mail[0] == \
+                "ami-auditor scan failed with exit 2: see journalctl -t ami-auditor or /var/log/ami-auditor.log"
+            assert len(mail) == 2 and mail[1].startswith("ami-auditor: error: ") and "inventory.yaml" in mail[1], mail
+            log_mode = (root / "var/log/ami-auditor.log").stat().st_mode
+            assert log_mode & 0o007 == 0, oct(log_mode)  # umask 027: nothing the fleet says is world-readable
             journal = fleet.exec(CRON_HOST, ["journalctl", "-t", "ami-auditor", "--no-pager", "-o", "cat"]).stdout
             assert "inventory.yaml" in journal, journal
         finally:

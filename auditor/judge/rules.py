@@ -33,9 +33,9 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 
 from ..collect.schema import FactSpec, fact_tree
-from ..errors import InputError
+from ..errors import InputError, raise_all
 from ..factpath import parse as parse_path
-from ..inputschema import Form, check
+from ..inputschema import Form, check_items
 from ..yamlload import LineDict, LineList, load_yaml_file
 from .expansion import TooCostly, compile_bounded
 from .leadsto import check_chains
@@ -111,6 +111,7 @@ class Pack:
     params: dict[str, Any] = field(default_factory=dict)
     param_lines: dict[str, int] = field(default_factory=dict)
     raw_rules: Any = None
+    errors: list[InputError] = field(default_factory=list)  # rules that failed, each on its own
 
 
 @dataclass
@@ -136,19 +137,23 @@ def _text(node: LineDict, key: str, default: str = "") -> str:
 
 
 def _read_pack(path: Path, shipped: bool) -> Pack:
+    """The pack and its rules that passed the format; each broken rule becomes one error of the pack, so
+    `rules check` names every one, not only the first."""
     doc = load_yaml_file(path)
     where = str(path)
-    check(doc, PACK_FORM, where)  # the declared format first: every later step may trust the shapes
-    for node in doc["rules"] if shipped else ():  # a built-in rule cites its sources (the schema checks each URL)
-        if not node.get("refs"):
-            raise InputError(f"rule {node['id']!r}: a built-in rule needs `refs:` (public sources)", where, node.line)
+    bad = check_items(doc, PACK_FORM, where, "rules")  # the declared format first: later steps trust the shapes
+    for i, node in enumerate(doc["rules"]) if shipped else ():  # a built-in rule cites its sources
+        if i not in bad and not node.get("refs"):
+            bad[i] = InputError(f"rule {node['id']!r}: a built-in rule needs `refs:` (public sources)", where,
+                                node.line)
     name = _text(doc, "pack", path.stem)
     if not ID_RE.match(name):  # the schema checks `pack:`; a name from the file name is checked here
         raise InputError(f"pack name {name!r} (from the file name) must be lower-case letters, digits, . _ -; "
                          "set `pack:`", where, doc.line)
     params = doc.get("params") or LineDict()
+    good = [node for i, node in enumerate(doc["rules"]) if i not in bad]
     return Pack(name, where, doc.line, _text(doc, "description"), plain(params),
-                {str(k): params.line_of(k) for k in params}, doc["rules"])
+                {str(k): params.line_of(k) for k in params}, good, list(bad.values()))
 
 
 def _apply_overrides(packs: dict[str, Pack], overrides: Iterable[Override]) -> None:
@@ -383,14 +388,21 @@ def load_rules(dirs: Iterable[str | Path] = (), builtin: bool = True,
     _apply_overrides(packs, overrides)
     rules: list[Rule] = []
     seen: dict[str, Rule] = {}
+    errors = [e for pack in packs.values() for e in pack.errors]
     for pack in packs.values():
         for node in pack.raw_rules:
-            rule = _compile_rule(node, pack)
+            try:  # each rule on its own: a broken one does not hide the next
+                rule = _compile_rule(node, pack)
+            except InputError as exc:
+                errors.append(exc)
+                continue
             if rule.id in seen:
                 other = seen[rule.id]
-                raise InputError(f"rule id {rule.id!r} is already defined at {other.source}:{other.line}",
-                                 rule.source, rule.line)
+                errors.append(InputError(f"rule id {rule.id!r} is already defined at {other.source}:{other.line}",
+                                         rule.source, rule.line))
+                continue
             seen[rule.id] = rule
             rules.append(rule)
+    raise_all(errors)
     check_chains(rules)
     return RuleSet(rules, packs, [str(f) for f in files])
