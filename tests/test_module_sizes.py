@@ -37,6 +37,8 @@ MODULE_CONCERNS: dict[str, str] = {
     "facttypes.py": "generated from collect/facts.yaml: one TypedDict per object and list row of the schema",
     "image/sections.py": "one reader per probe section of an unbooted root, each refusal named per fact",
     "image/fs.py": "the bounded, no-follow file reads of an image root and their named refusals",
+    "judge/rules.py": "a rule pack from YAML to compiled rules, every error in it named with its file and line",
+    "render/view.py": "the report document aggregated for people (findings, drift, hosts), shared by HTML and md",
 }
 # "module path::qualified.name" → why it is longer than FUNCTION_LINES
 FUNCTION_ALLOWLIST: dict[str, str] = {
