@@ -45,8 +45,8 @@ def _own_history_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
 
 
 def _suite_of(nodeid: str) -> str | None:
-    parts = nodeid.split("/")
-    return _SUITES.get(parts[1]) if len(parts) > 2 and parts[0] == "tests" else None
+    parts = nodeid.split("/")  # tests/<tier>/<suite>/test_x.py::…
+    return _SUITES.get(parts[2]) if len(parts) > 3 and parts[0] == "tests" else None
 
 
 @pytest.hookimpl(hookwrapper=True)
