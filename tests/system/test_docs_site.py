@@ -77,8 +77,13 @@ def test_the_readme_fits_a_screen_and_its_test_command_is_what_ci_runs() -> None
     blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
     main_job, tests = blocks[0].strip(), blocks[1].strip()
     assert "ami-auditor scan local" in main_job and "python3 -m venv" in main_job and "--format html" in main_job
-    ci = (ROOT / ".ci/run").read_text().split("# README's test command:\n", 1)[1].splitlines()[0]
-    assert ci == "python3 -m pytest -q" and tests.endswith(f"&& {ci}")
+    assert tests.endswith("&& python3 -m pytest -q")  # the whole suite
+    assert "`python3 -m pytest -q tests/unit`" in readme  # its unit tier
+    ci = (ROOT / ".ci/run").read_text().split("# README's test command", 1)[1]
+    runs = [line for line in ci.splitlines() if line.startswith("python3 -m pytest")]
+    assert runs == ["python3 -m pytest -q tests/unit", "python3 -m pytest -q tests/system"]  # the suite, tier by tier
+    # every test sits in one of the two tiers (tests/conftest.py fails any other), so the two runs are the suite
+    assert not list((ROOT / "tests").glob("test_*.py"))
 
 
 def test_the_schema_tables_name_every_top_level_key() -> None:
