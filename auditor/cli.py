@@ -29,7 +29,7 @@ class CommandModule(Protocol):
 # Each auditor/commands/NAME.py registers the one command NAME. A run imports only its command's module (the
 # others load libraries it does not need: `rules list` need not import the SSM, EC2 and history code);
 # `--help`, no command or an unknown one import them all. A missing module is still a ModuleNotFoundError at
-# start-up (below), never a silently absent command; tests/test_startup.py checks each module adds its NAME.
+# start-up (below), never a silently absent command; tests/unit/test_startup.py checks each module adds its NAME.
 COMMANDS: tuple[str, ...] = ("collect", "scan", "analyze", "baseline", "diff", "report", "rules", "ssm", "history",
                              "ami", "completion")
 for _name in COMMANDS:  # finding a module's file does not run it

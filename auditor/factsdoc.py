@@ -2,7 +2,7 @@
 
 One section per area (`host`, then each `facts.*` area in declaration order), one table row per declared
 path: its type (a list's row key, a map's value type), whether it is volatile (left out of baselines, drift
-and comparison), how much a drift there matters, and its description. tests/test_facts_doc.py fails when
+and comparison), how much a drift there matters, and its description. tests/unit/test_facts_doc.py fails when
 the file is out of date. Regenerate it with:
 
     python -m auditor.factsdoc            # writes docs/facts.md of this checkout

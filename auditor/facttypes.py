@@ -1,6 +1,6 @@
 """The facts of each area as TypedDicts, generated from collect/facts.yaml: do not edit by hand.
 
-Regenerate with `AMI_AUDITOR_UPDATE_GOLDEN=1 pytest tests/test_snapshot_types.py` after changing
+Regenerate with `AMI_AUDITOR_UPDATE_GOLDEN=1 pytest tests/unit/test_snapshot_types.py` after changing
 facts.yaml; the test fails while this file and the schema disagree. Every key is optional and every
 value may be null: a snapshot is host data, and a failed collector leaves nulls (snapshotdoc.py). Lists of
 values and maps are read-only (Sequence, Mapping): a parser's `list[str]` is one, a reader must allow nulls.

@@ -11,7 +11,7 @@ orjson would read differently or must not see: nesting deeper than MAX_DEPTH (or
 overflows the C stack at ~100,000 levels), integers of 19+ digits (past 64 bits orjson makes them
 floats) and, to be safe whatever orjson does, any surrogate escape. Whatever orjson refuses goes to the
 stdlib path too, which gives the same document or the stdlib path's exact InputError. So both paths accept the same
-texts and give the same documents (tests/test_jsonload.py compares them on hostile and fuzzed texts).
+texts and give the same documents (tests/unit/test_jsonload.py compares them on hostile and fuzzed texts).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ def severity_rank(severity: str) -> int:
 
 # A rule's public source (`refs:`): an http(s) URL of a host name and RFC 3986 characters, no user part, so it
 # is inert as an HTML attribute, a Markdown autolink and an ASFF field. The rule-pack and report schemas carry
-# this same pattern (tests/test_rule_refs.py checks they agree).
+# this same pattern (tests/unit/test_rule_refs.py checks they agree).
 REF_PATTERN = (r"^https?://[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?"
                r"(?:[/?#][A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]*)?$")
 MAX_REF = 2048

@@ -3,7 +3,7 @@
 Per pack, per rule: id, severity, name, what it checks, whether it can judge an unbooted image, its public
 sources and its fix. A rule can judge an image when no fact area it reads is runtime state (an area fed by a
 `runtime` section of collect/section_list.py is "not applicable" on an image, and the engine skips a rule
-that reads one). tests/test_rules_doc.py fails when the file is out of date. Regenerate it with:
+that reads one). tests/unit/test_rules_doc.py fails when the file is out of date. Regenerate it with:
 
     python -m auditor.rulesdoc            # writes docs/rules.md of this checkout
 """

@@ -4,7 +4,7 @@ jsonschema-rs (Rust) answers valid or not far faster than the pure-Python jsonsc
 not say valid does the caller run jsonschema, which names the error (and has the last word: what it
 accepts is accepted). Both treat `format` as an annotation, not an assertion.
 
-The one way jsonschema-rs is more lenient, found by tests/test_schemacheck.py: it reads a Python tuple as
+The one way jsonschema-rs is more lenient, found by tests/unit/test_schemacheck.py: it reads a Python tuple as
 an array, where jsonschema wants a list. A document built in Python (not parsed from JSON) is therefore
 walked for tuples before a valid verdict is trusted. NaN/Infinity, non-string keys and types it does not
 know make jsonschema-rs say invalid or raise: those documents simply take the pure-Python way.

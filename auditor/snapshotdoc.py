@@ -3,7 +3,7 @@
 A snapshot is JSON from a host (untrusted): these types say what a well-formed one holds, so mypy checks
 the code that builds and reads it; they check nothing at run time (schemacheck.py does, with the JSON
 Schema). `SNAPSHOT_KEYS` is the one list of its top-level keys; the JSON Schema, the rule compiler's
-roots and the history store's per-run split are made from it, and tests/test_snapshot_types.py fails when
+roots and the history store's per-run split are made from it, and tests/unit/test_snapshot_types.py fails when
 this module, facts.yaml and auditor/schemas/snapshot.schema.json disagree on a key or an area.
 """
 

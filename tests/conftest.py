@@ -44,9 +44,35 @@ def _own_history_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 
 
+# Fixtures only the system tier may use: a unit test requesting one fails (tests/unit runs in two minutes
+# without root, fleet, browsers or AWS stand-ins), and a test whose fixtures reach the fleet is marked `fleet`.
+FLEET_FIXTURES = frozenset({"fleet", "release_fleet", "fleet_ready_crashloop"})
+SYSTEM_FIXTURES = FLEET_FIXTURES | {"browser", "aws", "moto_sns", "hub", "endpoint", "node_exporter"}
+TIERS = ("unit", "system")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & FLEET_FIXTURES:
+            item.add_marker(pytest.mark.fleet)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before any fixture is set up: a test outside the two tiers, or a unit test asking for a system fixture, fails."""
+    parts = Path(str(item.path)).resolve().relative_to(Path(__file__).resolve().parent).parts
+    if parts[0] not in TIERS:
+        pytest.fail(f"{item.nodeid}: a test belongs in tests/unit or tests/system", pytrace=False)
+    used = sorted(set(getattr(item, "fixturenames", ())) & SYSTEM_FIXTURES)
+    if parts[0] == "unit" and used:
+        pytest.fail(f"{item.nodeid}: the unit tier may not use {', '.join(used)}: move it to tests/system",
+                    pytrace=False)
+
+
 def _suite_of(nodeid: str) -> str | None:
-    parts = nodeid.split("/")
-    return _SUITES.get(parts[1]) if len(parts) > 2 and parts[0] == "tests" else None
+    parts = nodeid.split("/")  # tests/<tier>/<suite>/test_x.py::…
+    return _SUITES.get(parts[2]) if len(parts) > 3 and parts[0] == "tests" else None
 
 
 @pytest.hookimpl(hookwrapper=True)

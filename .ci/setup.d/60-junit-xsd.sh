@@ -2,7 +2,7 @@
 # The JUnit schema Jenkins' xUnit plugin validates reports against (junit-10.xsd, MIT, Gregory Boissinot), as
 # pytest's source distribution ships it for its own JUnit tests (testing/example_scripts/junit-10.xsd; pytest's
 # copy adds a `version` attribute and allows at most 3 decimals in times). Taken from the registry by package
-# name, never committed: tests/test_render_junit.py reads it from $AMI_AUDITOR_JUNIT_XSD or the path below.
+# name, never committed: tests/unit/test_render_junit.py reads it from $AMI_AUDITOR_JUNIT_XSD or the path below.
 # Idempotent: a schema already in place is kept.
 set -euo pipefail
 dest=${AMI_AUDITOR_JUNIT_XSD:-/var/cache/ami-auditor-ci/junit-10.xsd}

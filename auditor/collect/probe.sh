@@ -3,7 +3,7 @@
 # (auditor/collect/framing.py), so nothing a host prints can open, close or replace a section.
 # It audits only the live host it runs on (images are read in Python, confined to their root:
 # auditor/image/sections.py). Its sections (the `run NAME FUNC` lines at the end) are declared once in
-# auditor/collect/section_list.py, checked by tests/test_section_parity.py. Arguments: [--exec-versions]
+# auditor/collect/section_list.py, checked by tests/unit/test_section_parity.py. Arguments: [--exec-versions]
 # [--deep-cpu] then names or absolute paths of key binaries (validated by the caller); any other option
 # is refused like a missing nonce: nothing on stdout, status 64.
 # Binaries are fingerprinted, never run, unless --exec-versions (then only root-owned, root-only-writable

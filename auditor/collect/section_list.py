@@ -2,7 +2,7 @@
 
 probe.sh prints them (its `run NAME FUNC` lines), the image room produces them from an unbooted root
 (auditor/image/sections.py iterates this list), and the collectors take their required and optional
-sections from it (collectors.py). tests/test_section_parity.py checks all three against this list, so a
+sections from it (collectors.py). tests/unit/test_section_parity.py checks all three against this list, so a
 section gained or lost in one place fails the suite instead of becoming a silent "missing" area.
 """
 

@@ -135,7 +135,7 @@ def build_snapshot(spec: HostSpec, result: CommandResult, nonce: str,
             "stdout_bytes": len(result.stdout),
             "failed_areas": failed,  # collection went wrong there (not: the host lacks the facility)
         },
-        "host": cast(HostInfo, host),  # the parsers write what facts.yaml declares (tests/test_snapshot_types.py)
+        "host": cast(HostInfo, host),  # the parsers write what facts.yaml declares (tests/unit/test_snapshot_types.py)
         "facts": cast(Facts, facts),
         "errors": errors,
         "not_applicable": not_applicable,

@@ -7,7 +7,7 @@ rules that read the same parts share one key per host; the keys made of areas th
 are remembered by the host's configuration (those areas' whole digests); an area that differs on every
 host is digested field by field, so its repeating fields are still known by digest. Filters remember
 their verdict per distinct row (judge/row_verdicts.py), and hosts lacking the same areas for the same
-reason share one "could not be evaluated" finding. tests/test_judge_equivalence.py holds it to the plain
+reason share one "could not be evaluated" finding. tests/unit/test_judge_equivalence.py holds it to the plain
 judge.
 """
 

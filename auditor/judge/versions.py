@@ -1,7 +1,7 @@
 """Package versions compared by the package manager's own rules, and version constraints (`>= 1.0.0~rc93 < 1.1.12`).
 
 dpkg's order comes from python-debian (`debian_support.Version`), rpm's from univers (`univers.rpm`, rpmvercmp
-with `~` and `^`, checked against rpm's own test vectors in tests/test_judge_versions.py). A version is never
+with `~` and `^`, checked against rpm's own test vectors in tests/unit/test_judge_versions.py). A version is never
 compared as a string.
 
 A constraint names upstream releases, as advisories do, so a bound without an epoch ignores the installed
