@@ -49,6 +49,17 @@ def _own_history_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
 FLEET_FIXTURES = frozenset({"fleet", "release_fleet", "fleet_ready_crashloop"})
 SYSTEM_FIXTURES = FLEET_FIXTURES | {"browser", "aws", "moto_sns", "hub", "endpoint", "node_exporter"}
 TIERS = ("unit", "system")
+# Modules that start the fleet or the AWS stand-ins: a unit test module that names one fails, whatever its
+# fixtures (an inline `with AwsStandIns()` asks for no fixture).
+SYSTEM_MODULES = ("tests.fleet", "tests.ssm_endpoint", "tests.deploy_host", "tests.s3_fault_proxy", "moto")
+_NAMES_SYSTEM: dict[Path, list[str]] = {}
+
+
+def _system_modules_named(path: Path) -> list[str]:
+    if path not in _NAMES_SYSTEM:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        _NAMES_SYSTEM[path] = [m for m in SYSTEM_MODULES if f"from {m} import" in text or f"import {m}" in text]
+    return _NAMES_SYSTEM[path]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -67,6 +78,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     used = sorted(set(getattr(item, "fixturenames", ())) & SYSTEM_FIXTURES)
     if parts[0] == "unit" and used:
         pytest.fail(f"{item.nodeid}: the unit tier may not use {', '.join(used)}: move it to tests/system",
+                    pytrace=False)
+    named = _system_modules_named(Path(str(item.path))) if parts[0] == "unit" else []
+    if named:
+        pytest.fail(f"{item.nodeid}: the unit tier may not import {', '.join(named)}: move it to tests/system",
                     pytrace=False)
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,15 +10,12 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from auditor import jsonload
 from auditor.errors import InputError
 from auditor.inputfile import MAX_DEPTH, MAX_INT_DIGITS
 from tests.paths import DATA, ROOT
-from tests.system.fuzz import fuzz_settings
-from tests.system.fuzz.strategies import JSON_TOKENS, mutated_text
 
 REAL = sorted(DATA.glob("snapshots/*.json")) + sorted(DATA.glob("reports/*.json"))
 
@@ -177,22 +173,3 @@ DOCS = st.recursive(st.one_of(st.none(), NUMBERS, TRICKY, st.sampled_from(["SHA2
                     max_leaves=40)
 
 
-@fuzz_settings(400)
-@given(DOCS, st.integers(0, 8), st.booleans())
-def test_screen_measures_nesting_exactly(doc: Any, limit: int, ascii_only: bool) -> None:
-    """Whatever the strings hold (brackets, quotes, backslashes, escapes), the byte-level screen finds the
-    document's real nesting."""
-    data = json.dumps(doc, ensure_ascii=ascii_only).encode()
-    quotes, _ = jsonload._escapes(data)
-    assert jsonload._deeper_than(jsonload._structure(data, quotes), limit) == (height(doc) > limit)
-    if long_ints(doc):
-        assert jsonload._long_integer(data, quotes)
-    # past 256 escapes the positions are not known: the escapes are paired off in the text itself
-    assert jsonload._deeper_than(jsonload._structure(data, None), limit) == (height(doc) > limit)
-
-
-@fuzz_settings(300)
-@given(st.one_of(DOCS.map(json.dumps), st.sampled_from(list(HOSTILE.values()))).flatmap(
-    lambda text: mutated_text(text, JSON_TOKENS)))
-def test_mutated_json_same_outcome_as_the_stdlib_path(text: str) -> None:
-    same(text)
