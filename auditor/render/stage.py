@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..atomicio import check_writable_dir, write_files
 from ..context import Env, Styled
@@ -103,7 +105,7 @@ def summarize(report: Report) -> SummaryLines:
     reached = sum(h.status == "ok" for h in report.hosts)
     lines.append(f"\n{reached}/{len(report.hosts)} hosts reached; findings: {counts}; "
                 f"waived: {sum(f.waived for f in report.findings)}; drift: {len(report.drift)}")
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for chain in report.chains:  # one line per distinct chain (same rules), shown with its first host's numbers
         groups.setdefault(tuple(link["rule"] for link in chain["links"]), []).append(chain)
     for same in groups.values():
@@ -128,7 +130,7 @@ def summarize(report: Report) -> SummaryLines:
     return lines
 
 
-def _outliers(comparison: dict, limit: int = 5) -> SummaryLines:
+def _outliers(comparison: Mapping[str, Any], limit: int = 5) -> SummaryLines:
     """Hosts unlike their group, one line each (count and main kinds), most first: one odd host is one line."""
     lines: SummaryLines = []
     for host in (comparison.get("outlier_hosts") or [])[:limit]:

@@ -90,8 +90,8 @@ def _ceiling(top: float) -> float:
     """A round axis maximum at or above `top` (1, 2, 5 × 10^k)."""
     if top <= 0:
         return 1.0
-    step = 10 ** math.floor(math.log10(top))
-    return next(m * step for m in (1, 2, 5, 10) if m * step >= top)
+    step = 10.0 ** math.floor(math.log10(top))
+    return next(m * step for m in (1.0, 2.0, 5.0, 10.0) if m * step >= top)
 
 
 def _fmt(value: float | None) -> str:
