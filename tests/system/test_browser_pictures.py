@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from auditor.render.html_renderer import render
+from tests import paths
 from tests.system.test_browser import DATA, DevTools, chromium_binary
 from tests.system.test_browser_a11y import AXE_RUN, CLIPPED, PHONE_HEIGHT, PHONE_WIDTH, axe_source
 
@@ -172,7 +173,7 @@ def test_analyze_through_the_cli_draws_a_strip_per_host_from_its_snapshot(browse
     from auditor.cli import main
     from auditor.context import Env
 
-    snaps = DATA / "snapshots"
+    snaps = paths.DATA / "snapshots"
     out, err = io.StringIO(), io.StringIO()
     main(["analyze", "--jobs", "1", "--group-by", "az", "--format", "json,html", "--out", str(tmp_path / "r"),
           str(snaps)], Env(stdout=out, stderr=err))
