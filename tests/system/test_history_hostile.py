@@ -318,7 +318,8 @@ def _in_mount_namespace(script: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_full_disk_under_the_store_is_one_line_and_exit_3_with_the_reports_written(legit: Path,
                                                                                      tmp_path: Path) -> None:
-    """ENOSPC for real: the store on a small tmpfs (in a private mount namespace) filled while the scan collects."""
+    """ENOSPC for real: the store on a small tmpfs (in a private mount namespace) filled while the scan collects.
+    The filler is ended by its pid (`sh` has no job control, so `kill %1` left it to sleep its 60 s out)."""
     disk = tmp_path / "disk"
     disk.mkdir()
     store = disk / "h.sqlite3"
@@ -328,10 +329,11 @@ def test_a_full_disk_under_the_store_is_one_line_and_exit_3_with_the_reports_wri
 mount -t tmpfs -o size=2m tmpfs {disk}
 cp {legit} {store}
 {sys.executable} {tmp_path}/filler.py {store} fill {tmp_path}/ready &
+filler=$!
 set +e
 {sys.executable} -m auditor.cli {' '.join(scan_argv(store, out))}
 echo "exit=$?"
-kill %1
+kill $filler
 """)
     text = done.stdout + done.stderr
     assert (tmp_path / "ready").exists(), text
